@@ -1,0 +1,450 @@
+/*
+ * api.c: ObjectSpace::AllocationSampler, its Sample class, and
+ * RUBY_GC_SAMPLING at boot.
+ *
+ * Every argument is checked before anything changes: a call that raises
+ * ArgumentError (naming the argument and its accepted range) leaves the
+ * sampler as it was.  A bad RUBY_GC_SAMPLING prints one warning on stderr
+ * and sampling stays off; the program runs.
+ *
+ * Reading (samples, each_sample) snapshots the records with GC held off
+ * (sampler_read_begin), resolving each distinct stack once into frozen
+ * [path, lineno, label] arrays.  A Sample keeps its record's index and
+ * sequence number, so `object`, `live?`, `freed_gc`, `age` and `old?`
+ * follow the record while it exists; it never refers to another record.
+ */
+#include "ruby/ruby.h"
+#include "ruby/st.h"
+
+#include "config.h"
+#include "frames.h"
+#include "sampler.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+size_t rb_obj_memsize_of(VALUE obj);
+const char *rb_imemo_name(int type);
+
+static VALUE mSampler, cSample;
+
+/* ---- arguments ---- */
+
+static uint64_t
+arg_uint(VALUE v, const char *name, uint64_t min, uint64_t max, const char *unit)
+{
+    if (!RB_INTEGER_TYPE_P(v)) {
+        rb_raise(rb_eArgError, "%s must be an Integer from %llu to %llu%s (got %"PRIsVALUE")",
+                 name, (unsigned long long)min, (unsigned long long)max, unit, rb_inspect(v));
+    }
+    VALUE vmin = ULL2NUM(min), vmax = ULL2NUM(max);
+    if (RTEST(rb_funcall(v, '<', 1, vmin)) || RTEST(rb_funcall(v, '>', 1, vmax))) {
+        rb_raise(rb_eArgError, "%s must be from %llu to %llu%s (got %"PRIsVALUE")",
+                 name, (unsigned long long)min, (unsigned long long)max, unit, rb_inspect(v));
+    }
+    return NUM2ULL(v);
+}
+
+/* start(interval: 524_288, mode: :poisson, depth: 128, seed: nil, max_samples: 100_000) */
+static VALUE
+sampler_start_m(int argc, VALUE *argv, VALUE self)
+{
+    VALUE opts = Qnil;
+    rb_scan_args(argc, argv, "0:", &opts);
+    static ID keys[5];
+    if (!keys[0]) {
+        keys[0] = rb_intern("interval");
+        keys[1] = rb_intern("mode");
+        keys[2] = rb_intern("depth");
+        keys[3] = rb_intern("seed");
+        keys[4] = rb_intern("max_samples");
+    }
+    VALUE values[5] = { Qundef, Qundef, Qundef, Qundef, Qundef };
+    if (!NIL_P(opts)) rb_get_kwargs(opts, keys, 0, 5, values);
+
+    struct sampling_params params;
+    sampling_params_default(&params);
+    if (values[0] != Qundef)
+        params.interval = arg_uint(values[0], "interval", SAMPLING_INTERVAL_MIN, SAMPLING_INTERVAL_MAX, " bytes");
+    if (values[1] != Qundef) {
+        VALUE mode = values[1];
+        if (mode == ID2SYM(rb_intern("poisson"))) params.mode = SAMPLING_MODE_POISSON;
+        else if (mode == ID2SYM(rb_intern("fixed"))) params.mode = SAMPLING_MODE_FIXED;
+        else rb_raise(rb_eArgError, "mode must be :poisson or :fixed (got %"PRIsVALUE")", rb_inspect(mode));
+    }
+    if (values[2] != Qundef)
+        params.depth = (uint32_t)arg_uint(values[2], "depth", SAMPLING_DEPTH_MIN, SAMPLING_DEPTH_MAX, " frames");
+    if (values[3] != Qundef && !NIL_P(values[3])) {
+        params.seed = arg_uint(values[3], "seed", 0, UINT64_MAX, "");
+        params.has_seed = true;
+    }
+    if (values[4] != Qundef)
+        params.max_samples = (size_t)arg_uint(values[4], "max_samples", SAMPLING_MAX_SAMPLES_MIN, SAMPLING_MAX_SAMPLES_MAX, "");
+
+    /* keep the out= of a boot-time start: the profile is still written at exit */
+    strcpy(params.out, sampler_params()->out);
+    sampler_start(&params);
+    return Qtrue;
+}
+
+static VALUE
+sampler_stop_m(VALUE self)
+{
+    return sampler_stop() ? Qtrue : Qfalse;
+}
+
+static VALUE
+sampler_enabled_m(VALUE self)
+{
+    return sampler_enabled() ? Qtrue : Qfalse;
+}
+
+static VALUE
+sampler_clear_m(VALUE self)
+{
+    sampler_clear();
+    return Qnil;
+}
+
+static VALUE
+mode_symbol(enum sampling_mode mode)
+{
+    return ID2SYM(rb_intern(mode == SAMPLING_MODE_FIXED ? "fixed" : "poisson"));
+}
+
+#define SYM(name) ID2SYM(rb_intern(name))
+
+static VALUE
+sampler_stats_m(VALUE self)
+{
+    struct sampler_stats s;
+    sampler_get_stats(&s);
+    VALUE h = rb_hash_new();
+    rb_hash_aset(h, SYM("enabled"), s.enabled ? Qtrue : Qfalse);
+    rb_hash_aset(h, SYM("interval"), ULL2NUM(s.interval));
+    rb_hash_aset(h, SYM("mode"), mode_symbol(s.mode));
+    rb_hash_aset(h, SYM("depth"), UINT2NUM(s.depth));
+    rb_hash_aset(h, SYM("max_samples"), SIZET2NUM(s.max_samples));
+    rb_hash_aset(h, SYM("samples"), ULL2NUM(s.samples));
+    rb_hash_aset(h, SYM("live"), ULL2NUM(s.live));
+    rb_hash_aset(h, SYM("dropped"), ULL2NUM(s.dropped));
+    rb_hash_aset(h, SYM("evicted"), ULL2NUM(s.evicted));
+    rb_hash_aset(h, SYM("allocated_bytes"), ULL2NUM(s.allocated_bytes));
+    VALUE heaps = rb_ary_new_capa((long)s.nheaps);
+    for (size_t i = 0; i < s.nheaps; i++) {
+        VALUE hh = rb_hash_new();
+        rb_hash_aset(hh, SYM("slot_size"), SIZET2NUM(s.per_heap[i].slot_size));
+        rb_hash_aset(hh, SYM("allocated_bytes"), ULL2NUM(s.per_heap[i].allocated_bytes));
+        rb_hash_aset(hh, SYM("samples"), ULL2NUM(s.per_heap[i].samples));
+        rb_hash_aset(hh, SYM("points"), ULL2NUM(s.per_heap[i].points));
+        rb_ary_push(heaps, hh);
+    }
+    rb_hash_aset(h, SYM("heaps"), heaps);
+    return h;
+}
+
+/* ---- Sample ---- */
+
+struct sample_view {
+    uint32_t index;
+    uint64_t seq;
+    VALUE klass;            /* Qnil for hidden / internal */
+    VALUE frames;           /* frozen Array of frozen [path, lineno, label] */
+    double weight;
+    size_t allocated_gc, freed_gc, age;
+    uint32_t size;
+    uint16_t type;
+    uint8_t imemo_type;
+    bool old, live, truncated;
+};
+
+static void
+sample_mark(void *p)
+{
+    struct sample_view *v = p;
+    rb_gc_mark_movable(v->klass);
+    rb_gc_mark_movable(v->frames);
+}
+
+static void
+sample_compact(void *p)
+{
+    struct sample_view *v = p;
+    v->klass = rb_gc_location(v->klass);
+    v->frames = rb_gc_location(v->frames);
+}
+
+static size_t
+sample_memsize(const void *p)
+{
+    return sizeof(struct sample_view);
+}
+
+static const rb_data_type_t sample_type = {
+    "ObjectSpace::AllocationSampler::Sample",
+    { sample_mark, RUBY_TYPED_DEFAULT_FREE, sample_memsize, sample_compact },
+    0, 0, RUBY_TYPED_FREE_IMMEDIATELY | RUBY_TYPED_WB_PROTECTED
+};
+
+static struct sample_view *
+sample_get(VALUE self)
+{
+    return rb_check_typeddata(self, &sample_type);
+}
+
+/* The record behind a Sample, if it still holds that sample. */
+static const struct sampling_record *
+sample_record(const struct sample_view *v)
+{
+    const struct sampling_records *r = sampler_records();
+    if (v->index >= r->used) return NULL;
+    const struct sampling_record *rec = &r->items[v->index];
+    return rec->seq == v->seq ? rec : NULL;
+}
+
+/* Live fields follow the record while it exists. */
+static void
+sample_refresh(struct sample_view *v)
+{
+    const struct sampling_record *rec = sample_record(v);
+    if (!rec) {
+        if (v->live) v->live = false;  /* gone with clear or eviction: no object to give */
+        return;
+    }
+    v->live = rec->live_pos != SAMPLING_NONE;
+    v->freed_gc = rec->freed_gc;
+    v->age = rec->age;
+    v->old = rec->old;
+}
+
+static VALUE
+frame_array(const struct sampling_frame *f)
+{
+    VALUE path = sampling_frame_path(f);
+    if (!NIL_P(path)) path = rb_str_new_frozen(path);
+    VALUE label = sampling_frame_label(f);
+    return rb_ary_freeze(rb_ary_new_from_args(3, path, INT2NUM(sampling_frame_lineno(f)), rb_str_freeze(label)));
+}
+
+static VALUE
+stack_frames(const struct sampling_stack *s)
+{
+    if (s->nframes == 0) {
+        /* taken before the VM could show a stack (RUBY_GC_SAMPLING at boot) */
+        VALUE boot = rb_str_freeze(rb_str_new_cstr("<boot>"));
+        return rb_ary_freeze(rb_ary_new_from_args(1, rb_ary_freeze(rb_ary_new_from_args(3, boot, INT2FIX(0), boot))));
+    }
+    VALUE frames = rb_ary_new_capa(s->nframes);
+    for (uint32_t i = 0; i < s->nframes; i++) rb_ary_push(frames, frame_array(&s->frames[i]));
+    return rb_ary_freeze(frames);
+}
+
+/* A snapshot of every record taken before the call, as Sample objects. */
+static VALUE
+snapshot(void)
+{
+    uint64_t limit = sampler_read_begin();
+    VALUE result = rb_ary_new();
+    st_table *stacks = st_init_numtable();
+    struct sampling_records *r = sampler_records();
+    /* Records may be added (samples of our own allocations) and evicted
+     * while we allocate, never moved or found dead: GC is off.  Re-read
+     * each record after every allocation. */
+    for (size_t i = 0; i < r->used; i++) {
+        if (!r->items[i].seq || r->items[i].seq >= limit) continue;
+        uint64_t seq = r->items[i].seq;
+        struct sampling_stack *stack = r->items[i].stack;
+        st_data_t frames;
+        if (!st_lookup(stacks, (st_data_t)stack, &frames)) {
+            sampling_stack_retain(stack);
+            frames = (st_data_t)stack_frames(stack);
+            sampling_stack_release(r, stack);
+            st_insert(stacks, (st_data_t)stack, frames);
+            RB_GC_GUARD(result);
+        }
+        struct sample_view *v;
+        VALUE sample = TypedData_Make_Struct(cSample, struct sample_view, &sample_type, v);
+        const struct sampling_record *rec = &r->items[i];
+        if (rec->seq != seq) continue;  /* evicted meanwhile */
+        v->index = (uint32_t)i;
+        v->seq = seq;
+        RB_OBJ_WRITE(sample, &v->klass, rec->klass ? (VALUE)rec->klass : Qnil);
+        RB_OBJ_WRITE(sample, &v->frames, (VALUE)frames);
+        v->weight = rec->weight;
+        v->allocated_gc = rec->allocated_gc;
+        v->size = rec->size;
+        v->type = rec->type;
+        v->imemo_type = rec->imemo_type;
+        v->truncated = rec->stack->truncated;
+        sample_refresh(v);
+        rb_ary_push(result, sample);
+    }
+    /* keep the frame arrays reachable until the samples hold them */
+    RB_GC_GUARD(result);
+    st_free_table(stacks);
+    sampler_read_end();
+    return result;
+}
+
+static VALUE
+sampler_samples_m(VALUE self)
+{
+    return snapshot();
+}
+
+static VALUE
+sampler_each_sample_m(VALUE self)
+{
+    RETURN_ENUMERATOR(self, 0, 0);
+    VALUE samples = snapshot();
+    for (long i = 0; i < RARRAY_LEN(samples); i++) rb_yield(RARRAY_AREF(samples, i));
+    return self;
+}
+
+static VALUE
+sample_object_m(VALUE self)
+{
+    struct sample_view *v = sample_get(self);
+    return sampler_object(v->index, v->seq);
+}
+
+static VALUE
+sample_live_p(VALUE self)
+{
+    struct sample_view *v = sample_get(self);
+    sample_refresh(v);
+    return v->live ? Qtrue : Qfalse;
+}
+
+static const char *const type_names[] = {
+    "T_NONE", "T_OBJECT", "T_CLASS", "T_MODULE", "T_FLOAT", "T_STRING", "T_REGEXP", "T_ARRAY",
+    "T_HASH", "T_STRUCT", "T_BIGNUM", "T_FILE", "T_DATA", "T_MATCH", "T_COMPLEX", "T_RATIONAL",
+    NULL, "T_NIL", "T_TRUE", "T_FALSE", "T_SYMBOL", "T_FIXNUM", "T_UNDEF", NULL,
+    NULL, NULL, "T_IMEMO", "T_NODE", "T_ICLASS", "T_ZOMBIE", "T_MOVED", NULL,
+};
+
+static VALUE
+sample_type_m(VALUE self)
+{
+    struct sample_view *v = sample_get(self);
+    const char *name = v->type < 32 ? type_names[v->type] : NULL;
+    return name ? ID2SYM(rb_intern(name)) : INT2FIX(v->type);
+}
+
+static VALUE
+sample_imemo_type_m(VALUE self)
+{
+    struct sample_view *v = sample_get(self);
+    if (v->type != RUBY_T_IMEMO) return Qnil;
+    return ID2SYM(rb_intern(rb_imemo_name(v->imemo_type)));
+}
+
+static VALUE sample_klass_m(VALUE self) { return sample_get(self)->klass; }
+static VALUE sample_size_m(VALUE self) { return UINT2NUM(sample_get(self)->size); }
+static VALUE sample_frames_m(VALUE self) { return sample_get(self)->frames; }
+static VALUE sample_truncated_p(VALUE self) { return sample_get(self)->truncated ? Qtrue : Qfalse; }
+static VALUE sample_allocated_gc_m(VALUE self) { return SIZET2NUM(sample_get(self)->allocated_gc); }
+
+static VALUE
+sample_weight_m(VALUE self)
+{
+    double w = sample_get(self)->weight;
+    /* fixed-mode weights are whole bytes: give an Integer then */
+    if (w == floor(w) && w < 9007199254740992.0) return ULL2NUM((unsigned long long)w);
+    return DBL2NUM(w);
+}
+
+static VALUE
+sample_freed_gc_m(VALUE self)
+{
+    struct sample_view *v = sample_get(self);
+    sample_refresh(v);
+    return v->live || !v->freed_gc ? Qnil : SIZET2NUM(v->freed_gc);
+}
+
+static VALUE
+sample_age_m(VALUE self)
+{
+    struct sample_view *v = sample_get(self);
+    sample_refresh(v);
+    return SIZET2NUM(v->age);
+}
+
+static VALUE
+sample_old_p(VALUE self)
+{
+    struct sample_view *v = sample_get(self);
+    sample_refresh(v);
+    return v->old ? Qtrue : Qfalse;
+}
+
+static VALUE
+sample_memsize_m(VALUE self)
+{
+    VALUE obj = sample_object_m(self);
+    if (NIL_P(obj)) return Qnil;
+    return SIZET2NUM(rb_obj_memsize_of(obj));
+}
+
+static VALUE
+sample_inspect_m(VALUE self)
+{
+    struct sample_view *v = sample_get(self);
+    VALUE top = RARRAY_LEN(v->frames) ? RARRAY_AREF(v->frames, 0) : Qnil;
+    return rb_sprintf("#<%"PRIsVALUE" %"PRIsVALUE" %"PRIsVALUE" size=%u weight=%.0f at %"PRIsVALUE"%s>",
+                      rb_class_name(CLASS_OF(self)), sample_type_m(self),
+                      NIL_P(v->klass) ? rb_str_new_cstr("(hidden)") : rb_inspect(v->klass),
+                      v->size, v->weight, NIL_P(top) ? rb_str_new_cstr("?") : rb_inspect(top),
+                      sample_live_p(self) == Qtrue ? "" : " dead");
+}
+
+/* ---- boot ---- */
+
+static void
+start_from_environment(void)
+{
+    const char *text = getenv("RUBY_GC_SAMPLING");
+    if (!text) return;
+    struct sampling_params params;
+    char err[512];
+    if (!sampling_params_parse(text, &params, err, sizeof(err))) {
+        fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: %s; allocation sampling is off\n", err);
+        return;
+    }
+    sampler_start(&params);
+}
+
+void
+sampling_api_init(void)
+{
+    VALUE mObjectSpace = rb_const_get(rb_cObject, rb_intern("ObjectSpace"));
+    mSampler = rb_define_module_under(mObjectSpace, "AllocationSampler");
+    rb_define_singleton_method(mSampler, "start", sampler_start_m, -1);
+    rb_define_singleton_method(mSampler, "stop", sampler_stop_m, 0);
+    rb_define_singleton_method(mSampler, "enabled?", sampler_enabled_m, 0);
+    rb_define_singleton_method(mSampler, "clear", sampler_clear_m, 0);
+    rb_define_singleton_method(mSampler, "stats", sampler_stats_m, 0);
+    rb_define_singleton_method(mSampler, "samples", sampler_samples_m, 0);
+    rb_define_singleton_method(mSampler, "each_sample", sampler_each_sample_m, 0);
+
+    cSample = rb_define_class_under(mSampler, "Sample", rb_cObject);
+    rb_undef_alloc_func(cSample);
+    rb_define_method(cSample, "object", sample_object_m, 0);
+    rb_define_method(cSample, "live?", sample_live_p, 0);
+    rb_define_method(cSample, "type", sample_type_m, 0);
+    rb_define_method(cSample, "imemo_type", sample_imemo_type_m, 0);
+    rb_define_method(cSample, "klass", sample_klass_m, 0);
+    rb_define_method(cSample, "size", sample_size_m, 0);
+    rb_define_method(cSample, "weight", sample_weight_m, 0);
+    rb_define_method(cSample, "frames", sample_frames_m, 0);
+    rb_define_method(cSample, "truncated?", sample_truncated_p, 0);
+    rb_define_method(cSample, "allocated_gc", sample_allocated_gc_m, 0);
+    rb_define_method(cSample, "freed_gc", sample_freed_gc_m, 0);
+    rb_define_method(cSample, "age", sample_age_m, 0);
+    rb_define_method(cSample, "old?", sample_old_p, 0);
+    rb_define_method(cSample, "memsize", sample_memsize_m, 0);
+    rb_define_method(cSample, "inspect", sample_inspect_m, 0);
+
+    start_from_environment();
+}

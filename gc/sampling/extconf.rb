@@ -1,0 +1,11 @@
+# frozen_string_literal: true
+
+# Builds librubygc.sampling.so: CRuby's default GC (gc/default/default.c,
+# included by sampling.c) plus the allocation sampler in this directory.
+require_relative "../extconf_base"
+
+# --enable-checks (top-level configure) turns on GC_ASSERT and the
+# sampler's own assertions in this library only.
+$defs << "-DRGENGC_CHECK_MODE=1" if ENV["SAMPLING_GC_CHECKS"] == "1"
+
+create_gc_makefile("sampling")

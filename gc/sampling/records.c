@@ -1,0 +1,417 @@
+/* records.c: see records.h for the model and invariants. */
+#include "records.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- stacks ---- */
+
+static uint64_t
+stack_hash(const struct sampling_frame *frames, uint32_t nframes, bool truncated)
+{
+    /* FNV-style mix over the words of each frame: cheap on the sampling
+     * path (a few instructions per frame) and good enough for a table
+     * that compares frames on every hit anyway. */
+    uint64_t h = UINT64_C(0xcbf29ce484222325) ^ nframes ^ ((uint64_t)truncated << 63);
+    for (uint32_t i = 0; i < nframes; i++) {
+        h = (h ^ frames[i].iseq) * UINT64_C(0x100000001b3);
+        h = (h ^ frames[i].cme) * UINT64_C(0x100000001b3);
+        h = (h ^ ((uint64_t)frames[i].pc << 1 | frames[i].cfunc)) * UINT64_C(0x100000001b3);
+    }
+    return h ^ (h >> 29);
+}
+
+static bool
+stack_equal(const struct sampling_stack *s, uint64_t hash, const struct sampling_frame *frames,
+            uint32_t nframes, bool truncated)
+{
+    return s->hash == hash && s->nframes == nframes && s->truncated == truncated &&
+        memcmp(s->frames, frames, nframes * sizeof(*frames)) == 0;
+}
+
+static void
+table_insert(struct sampling_stack_table *t, struct sampling_stack *s)
+{
+    size_t mask = t->capacity - 1;
+    size_t i = (size_t)s->hash & mask;
+    while (t->slots[i]) i = (i + 1) & mask;
+    t->slots[i] = s;
+    t->size++;
+}
+
+static bool
+table_grow(struct sampling_stack_table *t)
+{
+    struct sampling_stack_table bigger = { 0 };
+    bigger.capacity = t->capacity ? t->capacity * 2 : 256;
+    bigger.slots = calloc(bigger.capacity, sizeof(*bigger.slots));
+    if (!bigger.slots) return false;
+    for (size_t i = 0; i < t->capacity; i++) if (t->slots[i]) table_insert(&bigger, t->slots[i]);
+    free(t->slots);
+    *t = bigger;
+    return true;
+}
+
+static void
+table_remove(struct sampling_stack_table *t, struct sampling_stack *s)
+{
+    size_t mask = t->capacity - 1;
+    size_t hole = (size_t)s->hash & mask;
+    while (t->slots[hole] != s) hole = (hole + 1) & mask;
+    /* backward-shift deletion, as in refset.c */
+    for (size_t i = hole;;) {
+        i = (i + 1) & mask;
+        struct sampling_stack *next = t->slots[i];
+        if (!next) break;
+        size_t home = (size_t)next->hash & mask;
+        bool stays = hole <= i ? (hole < home && home <= i) : (hole < home || home <= i);
+        if (stays) continue;
+        t->slots[hole] = next;
+        hole = i;
+    }
+    t->slots[hole] = NULL;
+    t->size--;
+}
+
+static void
+stack_hold_refs(struct sampling_records *r, const struct sampling_stack *s, bool hold)
+{
+    for (uint32_t i = 0; i < s->nframes; i++) {
+        const struct sampling_frame *f = &s->frames[i];
+        if (hold) {
+            if (f->iseq) refset_add(&r->refs, f->iseq);
+            if (f->cme) refset_add(&r->refs, f->cme);
+        }
+        else {
+            if (f->iseq) refset_remove(&r->refs, f->iseq);
+            if (f->cme) refset_remove(&r->refs, f->cme);
+        }
+    }
+}
+
+/* The stored stack equal to frames, stored now if new; NULL without memory. */
+static struct sampling_stack *
+stack_intern(struct sampling_records *r, const struct sampling_frame *frames, uint32_t nframes, bool truncated)
+{
+    struct sampling_stack_table *t = &r->stacks;
+    uint64_t hash = stack_hash(frames, nframes, truncated);
+    if (t->capacity) {
+        size_t mask = t->capacity - 1;
+        for (size_t i = (size_t)hash & mask; t->slots[i]; i = (i + 1) & mask) {
+            if (stack_equal(t->slots[i], hash, frames, nframes, truncated)) return t->slots[i];
+        }
+    }
+    if ((t->size + 1) * 2 > t->capacity && !table_grow(t)) return NULL;
+    struct sampling_stack *s = malloc(sizeof(*s) + nframes * sizeof(*frames));
+    if (!s) return NULL;
+    s->hash = hash;
+    s->refcount = 0;
+    s->nframes = nframes;
+    s->truncated = truncated;
+    memcpy(s->frames, frames, nframes * sizeof(*frames));
+    table_insert(t, s);
+    stack_hold_refs(r, s, true);
+    return s;
+}
+
+static void
+stack_release(struct sampling_records *r, struct sampling_stack *s)
+{
+    if (--s->refcount > 0) return;
+    table_remove(&r->stacks, s);
+    stack_hold_refs(r, s, false);
+    free(s);
+}
+
+void
+sampling_stack_retain(struct sampling_stack *s)
+{
+    s->refcount++;
+}
+
+void
+sampling_stack_release(struct sampling_records *r, struct sampling_stack *s)
+{
+    stack_release(r, s);
+}
+
+/* ---- records ---- */
+
+void
+sampling_records_init(struct sampling_records *r, size_t max)
+{
+    memset(r, 0, sizeof(*r));
+    r->max = max;
+    r->next_seq = 1;
+}
+
+static bool
+ensure_capacity(struct sampling_records *r)
+{
+    if (r->used < r->capacity) return true;
+    size_t capacity = r->capacity ? r->capacity * 2 : 1024;
+    if (capacity > r->max) capacity = r->max;
+    struct sampling_record *items = realloc(r->items, capacity * sizeof(*items));
+    if (!items) return false;
+    r->items = items;
+    uint32_t *free_slots = realloc(r->free_slots, capacity * sizeof(*free_slots));
+    if (!free_slots) return false;
+    r->free_slots = free_slots;
+    r->capacity = capacity;
+    return true;
+}
+
+static bool
+dead_push(struct sampling_records *r, uint32_t index)
+{
+    if (r->ndead == r->dead_capacity) {
+        size_t capacity = r->dead_capacity ? r->dead_capacity * 2 : 1024;
+        uint32_t *dead = malloc(capacity * sizeof(*dead));
+        if (!dead) return false;
+        for (size_t i = 0; i < r->ndead; i++) dead[i] = r->dead[(r->dead_head + i) % r->dead_capacity];
+        free(r->dead);
+        r->dead = dead;
+        r->dead_head = 0;
+        r->dead_capacity = capacity;
+    }
+    r->dead[(r->dead_head + r->ndead) % r->dead_capacity] = index;
+    r->ndead++;
+    return true;
+}
+
+static void
+release_slot(struct sampling_records *r, uint32_t index)
+{
+    struct sampling_record *rec = &r->items[index];
+    stack_release(r, rec->stack);
+    if (rec->klass) refset_remove(&r->refs, rec->klass);
+    rec->seq = 0;
+    r->free_slots[r->nfree++] = index;
+}
+
+/* A slot for a new record: a never used one, a free one, or the oldest
+ * dead record's. */
+static uint32_t
+take_slot(struct sampling_records *r)
+{
+    if (r->nfree) return r->free_slots[--r->nfree];
+    if (r->used < r->max && ensure_capacity(r)) return (uint32_t)r->used++;
+    if (r->ndead) {
+        uint32_t index = r->dead[r->dead_head];
+        r->dead_head = (r->dead_head + 1) % r->dead_capacity;
+        r->ndead--;
+        release_slot(r, index);
+        r->evicted++;
+        return r->free_slots[--r->nfree];
+    }
+    return SAMPLING_NONE;
+}
+
+static bool
+live_push(struct sampling_records *r, uintptr_t obj, uint32_t index)
+{
+    if (r->nlive == r->live_capacity) {
+        size_t capacity = r->live_capacity ? r->live_capacity * 2 : 1024;
+        struct sampling_live *live = realloc(r->live, capacity * sizeof(*live));
+        if (!live) return false;
+        r->live = live;
+        r->live_capacity = capacity;
+    }
+    r->items[index].live_pos = (uint32_t)r->nlive;
+    r->live[r->nlive].obj = obj;
+    r->live[r->nlive].record = index;
+    r->nlive++;
+    return true;
+}
+
+uint32_t
+sampling_records_add(struct sampling_records *r, const struct sampling_sample_in *in)
+{
+    uint32_t index = take_slot(r);
+    if (index == SAMPLING_NONE) goto dropped;
+
+    struct sampling_stack *stack = stack_intern(r, in->frames, in->nframes, in->truncated);
+    if (!stack) goto give_back;
+    if (in->klass && !refset_add(&r->refs, in->klass)) goto give_back_stack;
+
+    struct sampling_record *rec = &r->items[index];
+    stack->refcount++;
+    rec->seq = r->next_seq++;
+    rec->stack = stack;
+    rec->klass = in->klass;
+    rec->weight = in->weight;
+    rec->allocated_gc = in->gc_count;
+    rec->freed_gc = 0;
+    rec->age = 0;
+    rec->size = in->size;
+    rec->type = in->type;
+    rec->imemo_type = in->imemo_type;
+    rec->heap = in->heap;
+    rec->old = 0;
+    rec->live_pos = SAMPLING_NONE;
+    if (!live_push(r, in->obj, index)) {
+        release_slot(r, index);
+        goto dropped;
+    }
+    return index;
+
+  give_back_stack:
+    if (stack->refcount == 0) {
+        stack->refcount = 1;
+        stack_release(r, stack);
+    }
+  give_back:
+    r->items[index].seq = 0;
+    r->free_slots[r->nfree++] = index;
+  dropped:
+    r->dropped++;
+    return SAMPLING_NONE;
+}
+
+void
+sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn *liveness,
+                                void *data, size_t gc_count)
+{
+    size_t i = 0;
+    while (i < r->nlive) {
+        struct sampling_live *l = &r->live[i];
+        struct sampling_record *rec = &r->items[l->record];
+        int state = liveness(l->obj, data);
+        if (state) {
+            rec->age++;
+            if (state == 2) rec->old = 1;
+            i++;
+            continue;
+        }
+        /* Dead: drop the reference now, before the sweep reuses the slot. */
+        rec->freed_gc = gc_count;
+        rec->live_pos = SAMPLING_NONE;
+        if (!dead_push(r, l->record)) {
+            /* No memory to queue it: forget the record instead. */
+            release_slot(r, l->record);
+        }
+        /* swap-remove */
+        *l = r->live[--r->nlive];
+        if (i < r->nlive) r->items[l->record].live_pos = (uint32_t)i;
+    }
+}
+
+void
+sampling_records_update_references(struct sampling_records *r, sampling_location_fn *location, void *data)
+{
+    for (size_t i = 0; i < r->nlive; i++) r->live[i].obj = location(r->live[i].obj, data);
+    SAMPLING_RECORDS_FOREACH(r, rec) {
+        if (rec->klass) rec->klass = location(rec->klass, data);
+    }
+    /* Frames hash on their references: rewrite them and rebuild the table. */
+    struct sampling_stack_table *t = &r->stacks;
+    struct sampling_stack **old = t->slots;
+    size_t capacity = t->capacity;
+    struct sampling_stack **fresh = capacity ? calloc(capacity, sizeof(*fresh)) : NULL;
+    for (size_t i = 0; i < capacity; i++) {
+        struct sampling_stack *s = old[i];
+        if (!s) continue;
+        for (uint32_t j = 0; j < s->nframes; j++) {
+            if (s->frames[j].iseq) s->frames[j].iseq = location(s->frames[j].iseq, data);
+            if (s->frames[j].cme) s->frames[j].cme = location(s->frames[j].cme, data);
+        }
+        s->hash = stack_hash(s->frames, s->nframes, s->truncated);
+    }
+    if (fresh) {
+        t->slots = fresh;
+        t->size = 0;
+        for (size_t i = 0; i < capacity; i++) if (old[i]) table_insert(t, old[i]);
+        free(old);
+    }
+    else if (capacity) {
+        /* No memory for a new table: rebuild in place (stacks stay reachable). */
+        struct sampling_stack **tmp = old;
+        size_t n = 0;
+        for (size_t i = 0; i < capacity; i++) if (tmp[i]) tmp[n++] = tmp[i];
+        struct sampling_stack *moved;
+        for (size_t i = n; i < capacity; i++) tmp[i] = NULL;
+        t->size = 0;
+        for (size_t i = 0; i < n; i++) {
+            moved = tmp[i];
+            tmp[i] = NULL;
+            table_insert(t, moved);
+        }
+    }
+    refset_rekey(&r->refs, location, data);
+}
+
+uintptr_t
+sampling_records_object(const struct sampling_records *r, uint32_t index, uint64_t seq)
+{
+    if (index >= r->used) return 0;
+    const struct sampling_record *rec = &r->items[index];
+    if (rec->seq != seq || rec->live_pos == SAMPLING_NONE) return 0;
+    return r->live[rec->live_pos].obj;
+}
+
+void
+sampling_records_clear(struct sampling_records *r)
+{
+    size_t max = r->max;
+    uint64_t next_seq = r->next_seq;
+    sampling_records_free(r);
+    sampling_records_init(r, max);
+    r->next_seq = next_seq;  /* a Sample read before clear never matches a new record */
+}
+
+void
+sampling_records_free(struct sampling_records *r)
+{
+    for (size_t i = 0; i < r->stacks.capacity; i++) free(r->stacks.slots[i]);
+    free(r->stacks.slots);
+    free(r->items);
+    free(r->free_slots);
+    free(r->dead);
+    free(r->live);
+    refset_free(&r->refs);
+    memset(r, 0, sizeof(*r));
+}
+
+const char *
+sampling_records_verify(const struct sampling_records *r)
+{
+    size_t used = 0, dead = 0;
+    for (size_t i = 0; i < r->used; i++) {
+        const struct sampling_record *rec = &r->items[i];
+        if (!rec->seq) continue;
+        used++;
+        if (rec->live_pos == SAMPLING_NONE) dead++;
+        else if (rec->live_pos >= r->nlive || r->live[rec->live_pos].record != i) return "live_pos does not point back";
+    }
+    if (used + r->nfree != r->used) return "used + free != high water";
+    if (used - dead != r->nlive) return "live records != live[]";
+    if (dead != r->ndead) return "dead records != dead queue";
+    for (size_t i = 0; i < r->ndead; i++) {
+        uint32_t index = r->dead[(r->dead_head + i) % r->dead_capacity];
+        if (!r->items[index].seq || r->items[index].live_pos != SAMPLING_NONE) return "dead queue holds a live or unused slot";
+    }
+    /* every reference held is counted once per holder */
+    struct refset expected = { 0 };
+    for (size_t i = 0; i < r->used; i++) {
+        const struct sampling_record *rec = &r->items[i];
+        if (rec->seq && rec->klass) refset_add(&expected, rec->klass);
+    }
+    size_t stacks = 0;
+    for (size_t i = 0; i < r->stacks.capacity; i++) {
+        const struct sampling_stack *s = r->stacks.slots[i];
+        if (!s) continue;
+        stacks++;
+        for (uint32_t j = 0; j < s->nframes; j++) {
+            if (s->frames[j].iseq) refset_add(&expected, s->frames[j].iseq);
+            if (s->frames[j].cme) refset_add(&expected, s->frames[j].cme);
+        }
+    }
+    const char *err = NULL;
+    if (stacks != r->stacks.size) err = "stack table size is wrong";
+    if (!err && expected.size != r->refs.size) err = "refs hold a different set";
+    REFSET_FOREACH(&expected, e) {
+        if (!err && refset_count(&r->refs, e->key) != e->count) err = "a reference is miscounted";
+    }
+    refset_free(&expected);
+    return err;
+}

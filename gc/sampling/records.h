@@ -1,0 +1,159 @@
+/*
+ * records.h: the sampler's memory: sample records, their stacks, and the
+ * references they hold.
+ *
+ * Model.  A record is one sample: the object (held weakly), its class and
+ * stack (held strongly), type, slot size, weight and GC numbers.  Records
+ * sit in a table of at most `max` slots; the live ones are also listed in a
+ * dense array (live[]) that the collector walks at the end of each marking,
+ * so that cost grows with the live samples only.  When a record's object
+ * is found unmarked it is dead: its object reference is dropped at once
+ * (before the sweep can reuse the slot), and its slot index joins the dead
+ * queue.  A new sample in a full table evicts the oldest dead record; with
+ * no dead record to evict the sample is dropped.  Both are counted.
+ *
+ * Stacks are stored once (hashed on their frames) and shared by every
+ * record taken at the same place; a stack leaves with its last record.
+ * Every class, iseq and method entry that a record or stack holds is
+ * counted in `refs`, the set the collector marks (movable) on every GC.
+ *
+ * Invariants (checked by sampling_records_verify):
+ *   live[i].record's live_pos == i;  a record is dead iff live_pos == NONE
+ *   every dead record in use is in the dead queue exactly once
+ *   used slots == nlive + dead records;  nlive + ndead + nfree == used high water
+ *   refs counts == references held by used records and stored stacks
+ *
+ * Memory comes from malloc only: nothing here allocates a Ruby object or
+ * can start a GC.  No locking: CRuby calls in with the VM lock held.
+ * Object references are opaque uintptr_t here (VALUE in CRuby).
+ */
+#ifndef SAMPLING_RECORDS_H
+#define SAMPLING_RECORDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "refset.h"
+
+#define SAMPLING_NONE UINT32_MAX
+
+/* One frame as captured: resolved to path, line and label only when read.
+ * Ruby frames: iseq + pc offset (+ the method entry for the label).
+ * C frames: the method entry, and the iseq + pc of the Ruby frame that
+ * called it (caller_locations reports that file and line for C frames). */
+struct sampling_frame {
+    uintptr_t iseq;         /* 0 when there is no Ruby caller */
+    uintptr_t cme;          /* method entry or 0 */
+    uint32_t pc;            /* instruction offset into iseq */
+    uint32_t cfunc;         /* 1: a C method (or one that reports like one) */
+};
+
+struct sampling_stack {
+    uint64_t hash;
+    uint32_t refcount;      /* records that use it */
+    uint32_t nframes;
+    bool truncated;         /* cut at depth */
+    struct sampling_frame frames[];
+};
+
+struct sampling_record {
+    uint64_t seq;           /* 1, 2, ... in order taken; 0: slot unused */
+    struct sampling_stack *stack;
+    uintptr_t klass;        /* 0: hidden object or internal (T_IMEMO) */
+    double weight;          /* estimated bytes this sample stands for */
+    size_t allocated_gc;    /* GC count when allocated */
+    size_t freed_gc;        /* GC count of the collection that found it dead */
+    size_t age;             /* collections survived */
+    uint32_t size;          /* slot bytes */
+    uint32_t live_pos;      /* index in live[], SAMPLING_NONE once dead */
+    uint16_t type;          /* T_xxx */
+    uint8_t imemo_type;     /* for T_IMEMO */
+    uint8_t old;            /* promoted to the old generation */
+    uint8_t heap;           /* heap index */
+};
+
+struct sampling_live {
+    uintptr_t obj;
+    uint32_t record;
+};
+
+struct sampling_stack_table {
+    struct sampling_stack **slots;  /* open addressing, NULL: empty */
+    size_t capacity, size;
+};
+
+struct sampling_records {
+    size_t max;                         /* max_samples */
+    struct sampling_record *items;      /* [used] */
+    size_t capacity, used;              /* allocated / high water */
+    uint32_t *free_slots;               /* stack of unused slot indices */
+    size_t nfree;
+    uint32_t *dead;                     /* ring of dead slot indices, oldest first */
+    size_t dead_head, ndead, dead_capacity;
+    struct sampling_live *live;
+    size_t nlive, live_capacity;
+    struct sampling_stack_table stacks;
+    struct refset refs;
+    uint64_t next_seq;
+    uint64_t dropped;                   /* samples not recorded (table full of live records, or no memory) */
+    uint64_t evicted;                   /* dead records pushed out by new samples */
+};
+
+/* What a new sample brings. */
+struct sampling_sample_in {
+    uintptr_t obj, klass;
+    const struct sampling_frame *frames;
+    uint32_t nframes;
+    bool truncated;
+    double weight;
+    size_t gc_count;
+    uint32_t size;
+    uint16_t type;
+    uint8_t imemo_type, heap;
+};
+
+void sampling_records_init(struct sampling_records *r, size_t max);
+
+/* Records a sample; returns its slot index, or SAMPLING_NONE when it was
+ * dropped (counted in r->dropped). */
+uint32_t sampling_records_add(struct sampling_records *r, const struct sampling_sample_in *in);
+
+/* The end of a marking: asks `liveness` about every live record's object
+ * (0: unmarked, dead; 1: marked; 2: marked and old).  Dead ones get
+ * freed_gc = gc_count and lose their object; survivors age by one. */
+typedef int sampling_liveness_fn(uintptr_t obj, void *data);
+void sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn *liveness,
+                                     void *data, size_t gc_count);
+
+/* Compaction moved objects: every held reference k becomes location(k). */
+typedef uintptr_t sampling_location_fn(uintptr_t ref, void *data);
+void sampling_records_update_references(struct sampling_records *r, sampling_location_fn *location, void *data);
+
+/* The object of a live record, 0 if dead or `index` no longer holds seq. */
+uintptr_t sampling_records_object(const struct sampling_records *r, uint32_t index, uint64_t seq);
+
+/* Used records (live + dead). */
+static inline size_t
+sampling_records_count(const struct sampling_records *r)
+{
+    return r->used - r->nfree;
+}
+
+/* A reader that allocates (and so may see records evicted) keeps a stack
+ * from being freed under it. */
+void sampling_stack_retain(struct sampling_stack *s);
+void sampling_stack_release(struct sampling_records *r, struct sampling_stack *s);
+
+/* Drops every record and stack; keeps max. */
+void sampling_records_clear(struct sampling_records *r);
+void sampling_records_free(struct sampling_records *r);
+
+/* Checks the invariants above; returns NULL or a message. */
+const char *sampling_records_verify(const struct sampling_records *r);
+
+#define SAMPLING_RECORDS_FOREACH(r, rec) \
+    for (struct sampling_record *rec = (r)->items; rec < (r)->items + (r)->used; rec++) \
+        if (rec->seq)
+
+#endif

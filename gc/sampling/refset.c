@@ -1,0 +1,141 @@
+/* refset.c: see refset.h. */
+#include "refset.h"
+
+#include <stdlib.h>
+
+static inline size_t
+slot_of(uintptr_t key, size_t capacity)
+{
+    /* Fibonacci hashing: object addresses are 8-byte aligned and close
+     * together; the multiply spreads them over the high bits. */
+    return (size_t)(((uint64_t)key * UINT64_C(0x9e3779b97f4a7c15)) >> 32) & (capacity - 1);
+}
+
+static struct refset_entry *
+find(const struct refset *set, uintptr_t key)
+{
+    if (!set->capacity) return NULL;
+    for (size_t i = slot_of(key, set->capacity);; i = (i + 1) & (set->capacity - 1)) {
+        struct refset_entry *e = &set->entries[i];
+        if (e->key == key) return e;
+        if (e->key == 0) return NULL;
+    }
+}
+
+static void
+insert_fresh(struct refset_entry *entries, size_t capacity, uintptr_t key, size_t count)
+{
+    size_t i = slot_of(key, capacity);
+    while (entries[i].key) i = (i + 1) & (capacity - 1);
+    entries[i].key = key;
+    entries[i].count = count;
+}
+
+static bool
+grow(struct refset *set)
+{
+    size_t capacity = set->capacity ? set->capacity * 2 : 64;
+    struct refset_entry *entries = calloc(capacity, sizeof(*entries));
+    if (!entries) return false;
+    for (size_t i = 0; i < set->capacity; i++) {
+        if (set->entries[i].key) insert_fresh(entries, capacity, set->entries[i].key, set->entries[i].count);
+    }
+    free(set->entries);
+    set->entries = entries;
+    set->capacity = capacity;
+    return true;
+}
+
+bool
+refset_add(struct refset *set, uintptr_t key)
+{
+    struct refset_entry *e = find(set, key);
+    if (e) {
+        e->count++;
+        return true;
+    }
+    if ((set->size + 1) * 2 > set->capacity && !grow(set)) return false;
+    insert_fresh(set->entries, set->capacity, key, 1);
+    set->size++;
+    return true;
+}
+
+void
+refset_remove(struct refset *set, uintptr_t key)
+{
+    struct refset_entry *e = find(set, key);
+    if (!e) return;
+    if (--e->count > 0) return;
+
+    /* Backward-shift deletion: pull later entries of the probe run into
+     * the hole unless they already sit at or after their home slot. */
+    size_t mask = set->capacity - 1;
+    size_t hole = (size_t)(e - set->entries);
+    size_t i = hole;
+    for (;;) {
+        i = (i + 1) & mask;
+        struct refset_entry *next = &set->entries[i];
+        if (!next->key) break;
+        size_t home = slot_of(next->key, set->capacity);
+        /* next may move to hole iff home is not in (hole, i] cyclically */
+        bool stays = hole <= i ? (hole < home && home <= i) : (hole < home || home <= i);
+        if (stays) continue;
+        set->entries[hole] = *next;
+        hole = i;
+    }
+    set->entries[hole].key = 0;
+    set->entries[hole].count = 0;
+    set->size--;
+}
+
+size_t
+refset_count(const struct refset *set, uintptr_t key)
+{
+    struct refset_entry *e = find(set, key);
+    return e ? e->count : 0;
+}
+
+void
+refset_rekey(struct refset *set, uintptr_t (*map)(uintptr_t key, void *data), void *data)
+{
+    if (!set->capacity) return;
+    struct refset_entry *old = set->entries;
+    size_t capacity = set->capacity;
+    struct refset_entry *entries = calloc(capacity, sizeof(*entries));
+    if (!entries) {
+        /* Out of memory: rewrite keys in place and rebuild by moving within
+         * the same table (no allocation). */
+        for (size_t i = 0; i < capacity; i++) if (old[i].key) old[i].key = map(old[i].key, data);
+        struct refset_entry tmp;
+        for (size_t i = 0; i < capacity; i++) {
+            if (!old[i].key) continue;
+            tmp = old[i];
+            old[i].key = 0;
+            struct refset_entry *e = find(set, tmp.key);
+            if (e) e->count += tmp.count, set->size--;
+            else insert_fresh(old, capacity, tmp.key, tmp.count);
+        }
+        return;
+    }
+    set->entries = entries;
+    set->size = 0;
+    for (size_t i = 0; i < capacity; i++) {
+        if (!old[i].key) continue;
+        uintptr_t key = map(old[i].key, data);
+        struct refset_entry *e = find(set, key);
+        if (e) e->count += old[i].count;
+        else {
+            insert_fresh(entries, capacity, key, old[i].count);
+            set->size++;
+        }
+    }
+    free(old);
+}
+
+void
+refset_free(struct refset *set)
+{
+    free(set->entries);
+    set->entries = NULL;
+    set->capacity = set->size = 0;
+}

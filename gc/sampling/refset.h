@@ -1,0 +1,53 @@
+/*
+ * refset.h: a counted set of object references (VALUEs as uintptr_t).
+ *
+ * The sampler holds classes, iseqs and method entries strongly, and must
+ * mark them on every GC.  Many records share a few of them, so marking goes
+ * over this set of distinct references, not over the records: each is
+ * added once per holder (refset_add) and leaves when its last holder goes
+ * (refset_remove).
+ *
+ * Open addressing with linear probing and backward-shift deletion (no
+ * tombstones); the table stays at most half full.  0 is not a valid key.
+ * Memory comes from malloc only (never the Ruby heap, never a GC).  No
+ * locking: the owner serialises access.
+ */
+#ifndef SAMPLING_REFSET_H
+#define SAMPLING_REFSET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct refset_entry {
+    uintptr_t key;      /* 0: empty */
+    size_t count;       /* holders */
+};
+
+struct refset {
+    struct refset_entry *entries;
+    size_t capacity;    /* a power of two, or 0 */
+    size_t size;        /* distinct keys */
+};
+
+/* Counts one more holder of key.  False only when memory runs out (the
+ * set is unchanged then). */
+bool refset_add(struct refset *set, uintptr_t key);
+
+/* One holder of key is gone; the key leaves with its last holder. */
+void refset_remove(struct refset *set, uintptr_t key);
+
+/* The holders of key (0 if absent). */
+size_t refset_count(const struct refset *set, uintptr_t key);
+
+/* Replaces every key k by map(k, data) (compaction moved objects), merging
+ * counts of keys that map to one. */
+void refset_rekey(struct refset *set, uintptr_t (*map)(uintptr_t key, void *data), void *data);
+
+void refset_free(struct refset *set);
+
+#define REFSET_FOREACH(set, e) \
+    for (struct refset_entry *e = (set)->entries; e && e < (set)->entries + (set)->capacity; e++) \
+        if (e->key)
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * sampler.h: the sampler as the Ruby API sees it (implemented in
+ * sampling.c, the one file that knows the collector's internals).
+ *
+ * Every function here is called from a Ruby thread holding the GVL,
+ * outside GC; the ones that change state take the VM lock and stop the
+ * other Ractors (rb_gc_vm_barrier) themselves.
+ */
+#ifndef SAMPLING_SAMPLER_H
+#define SAMPLING_SAMPLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ruby/ruby.h"
+#include "config.h"
+#include "records.h"
+
+#define SAMPLER_MAX_HEAPS 8
+
+struct sampler_heap_stats {
+    size_t slot_size;
+    uint64_t allocated_bytes;   /* slot bytes allocated on this heap while enabled */
+    uint64_t samples;           /* samples taken on this heap */
+    uint64_t points;            /* sample points crossed (>= samples) */
+};
+
+struct sampler_stats {
+    bool enabled;
+    enum sampling_mode mode;
+    uint64_t interval;
+    uint32_t depth;
+    size_t max_samples;
+    uint64_t samples, live, dropped, evicted, allocated_bytes;
+    size_t nheaps;
+    struct sampler_heap_stats per_heap[SAMPLER_MAX_HEAPS];
+};
+
+/* Starts (or restarts with new settings): counters start from zero and
+ * points are placed in the lists caches already hold, so counting is exact
+ * from the next allocation.  Records are kept (clear drops them). */
+void sampler_start(const struct sampling_params *params);
+
+/* Stops; every cut list is rejoined.  Returns whether it was running. */
+bool sampler_stop(void);
+
+/* Drops every record and counter; a running sampler starts counting anew. */
+void sampler_clear(void);
+
+bool sampler_enabled(void);
+void sampler_get_stats(struct sampler_stats *stats);
+
+/* The records, for reading.  Valid until the next allocation (a sample may
+ * be taken) or GC; readers that allocate use sampler_read_begin/end. */
+struct sampling_records *sampler_records(void);
+
+/* Brackets a read that allocates Ruby objects: no GC runs in between (so
+ * no record changes state and nothing moves), and samples taken meanwhile
+ * have seq >= the returned value. */
+uint64_t sampler_read_begin(void);
+void sampler_read_end(void);
+
+/* The sampled object of a record while it lives, else Qnil; never another
+ * object (the record loses its reference before the slot can be reused). */
+VALUE sampler_object(uint32_t index, uint64_t seq);
+
+/* The settings the sampler runs (or last ran) with. */
+const struct sampling_params *sampler_params(void);
+
+/* Defined in api.c: the Ruby API and RUBY_GC_SAMPLING, at boot. */
+void sampling_api_init(void);
+
+#endif

@@ -1,0 +1,470 @@
+/*
+ * sampling.c: CRuby's default GC with an allocation sampler inside it.
+ *
+ * This is the only file of the library that sees the collector's internals.
+ * It defines the hook points that patches/3.4 adds to gc/default/default.c,
+ * then includes that file, so the library is the default GC compiled with
+ * the hooks filled in.  The logic behind each hook lives in its own file:
+ *
+ *   sample_point.c  where the next sample falls; cutting and rejoining lists
+ *   gap.c           gaps between points (poisson / fixed) and weights
+ *   records.c       records, shared stacks, the references they hold
+ *   frames.c        capturing and reading stacks (caller_locations rules)
+ *   api.c           ObjectSpace::AllocationSampler and RUBY_GC_SAMPLING
+ *
+ * The allocation path, numbered as it runs (newobj_alloc in default.c):
+ *
+ *   1. fast path: pop the cache's free list.  Unchanged: the sample point
+ *      is where the list was cut, so an empty list means "new page or
+ *      sample".
+ *   2. newobj_cache_miss: GC_HOOK_NEWOBJ_CACHE_MISS sees an empty list and
+ *      a waiting tail: the allocation is a sample (sampling_take): pop the
+ *      sampled slot, record it, put the rest back with the next point cut.
+ *   3. otherwise a new page: ractor_cache_set_page hands its list to the
+ *      cache; GC_HOOK_CACHE_SET_PAGE places the point (sampling_set_page).
+ *      The hook runs again after the retry, for a point on the first slot.
+ *   4. sweep start / Ractor exit: GC_HOOK_CACHE_CLEAR rejoins the tail and
+ *      credits back what was not allocated.
+ *
+ * Around the collector: GC_HOOK_MARK_ROOTS marks the classes, iseqs and
+ * method entries the records hold (movable); GC_HOOK_MARKS_FINISHED finds
+ * sampled objects dead (unmarked) before the sweep can reuse their slots;
+ * GC_HOOK_UPDATE_REFERENCES follows compaction.
+ *
+ * Locking: every hook runs with the VM lock held (newobj_cache_miss takes
+ * it; GC holds it); API calls take it and stop other Ractors with a
+ * barrier.  Nothing on the sampling path allocates a Ruby object or can
+ * start a GC: records and stacks live in malloc'd memory.
+ */
+
+#include "sample_point.h"
+#include "records.h"
+#include "frames.h"
+#include "sampler.h"
+
+/* ---- hooks (see patches/3.4) ---- */
+
+static bool sampling_on;   /* points are being placed */
+
+static void sampling_set_page(void *cache, size_t heap_idx, size_t free_slots);
+static VALUE sampling_take(void *objspace, void *cache, size_t heap_idx, VALUE klass, VALUE flags);
+static void sampling_cache_clear(void *cache, size_t heap_idx);
+static void sampling_mark_roots(void *objspace);
+static void sampling_marks_finished(void *objspace);
+static void sampling_update_references(void *objspace);
+
+/* Per Ractor cache: a sample point per heap, and the start it belongs to. */
+#define GC_HOOK_RACTOR_CACHE_FIELDS \
+    struct sample_point sample_points[HEAP_COUNT]; \
+    uint64_t sampling_epoch;
+#define GC_HOOK_NEWOBJ_PARAMS , VALUE klass, VALUE flags
+#define GC_HOOK_NEWOBJ_ARGS , klass, flags
+#define GC_HOOK_CACHE_SET_PAGE(objspace, cache, heap_idx, free_slots) \
+    do { if (RB_UNLIKELY(sampling_on)) sampling_set_page((cache), (heap_idx), (free_slots)); } while (0)
+/* Only an empty list with a waiting tail is a sample: under incremental
+ * marking the allocator also misses with a non-empty list (step budget). */
+#define GC_HOOK_NEWOBJ_CACHE_MISS(objspace, cache, heap_idx) \
+    (RB_UNLIKELY(sample_point_due(&(cache)->sample_points[heap_idx], \
+                                  (struct sample_point_slot **)&(cache)->heap_caches[heap_idx].freelist)) \
+        ? sampling_take((objspace), (cache), (heap_idx), klass, flags) : Qfalse)
+#define GC_HOOK_CACHE_CLEAR(cache, heap_idx) \
+    do { if (RB_UNLIKELY(sampling_on)) sampling_cache_clear((cache), (heap_idx)); } while (0)
+#define GC_HOOK_MARK_ROOTS(objspace) \
+    do { MARK_CHECKPOINT("sampling"); sampling_mark_roots(objspace); } while (0)
+#define GC_HOOK_MARKS_FINISHED(objspace) sampling_marks_finished(objspace)
+#define GC_HOOK_UPDATE_REFERENCES(objspace) sampling_update_references(objspace)
+
+/* ---- the default GC, with the hooks above ---- */
+
+#define rb_gc_impl_active_gc_name rb_gc_impl_active_gc_name_default
+#define rb_gc_impl_init rb_gc_impl_init_default
+#include "gc/default/default.c"
+#undef rb_gc_impl_active_gc_name
+#undef rb_gc_impl_init
+
+STATIC_ASSERT(free_slot_layout, sizeof(struct free_slot) == sizeof(struct sample_point_slot) &&
+              offsetof(struct free_slot, next) == offsetof(struct sample_point_slot, next));
+STATIC_ASSERT(heap_count, HEAP_COUNT <= SAMPLER_MAX_HEAPS);
+
+/* GC.config[:implementation] and RUBY_DESCRIPTION read this name. */
+const char *
+rb_gc_impl_active_gc_name(void)
+{
+    return "sampling";
+}
+
+void
+rb_gc_impl_init(void)
+{
+    rb_gc_impl_init_default();
+    sampling_api_init();
+}
+
+/* ---- the sampler's state ---- */
+
+static struct {
+    struct sampling_params params;
+    struct sample_point_config config;
+    struct sampling_records records;
+    uint64_t epoch;                         /* bumped by every start and clear */
+    struct sampling_frame *scratch;         /* params.depth frames, for capture */
+    /* per heap, since start or clear */
+    size_t base_allocated[HEAP_COUNT];      /* total_allocated_objects at start */
+    size_t moved[HEAP_COUNT];               /* compaction moves (counted as allocations by default.c) */
+    size_t allocated_at_marks[HEAP_COUNT];  /* total_allocated_objects when marking ended */
+    size_t stopped_allocated[HEAP_COUNT];   /* objects allocated while enabled, frozen at stop */
+    uint64_t samples[HEAP_COUNT];
+    uint64_t points[HEAP_COUNT];
+    int readers;
+    bool readers_disabled_gc;
+} sampler;
+
+static inline struct sample_point_slot **
+cache_list(rb_ractor_newobj_cache_t *cache, size_t heap_idx)
+{
+    return (struct sample_point_slot **)&cache->heap_caches[heap_idx].freelist;
+}
+
+static inline size_t
+slot_bytes(size_t heap_idx)
+{
+    rb_objspace_t *objspace = rb_gc_get_objspace();
+    return heaps[heap_idx].slot_size;
+}
+
+/* A cache created (or last seen) under an older start gets fresh points.
+ * Its lists were rejoined when that start ended, so no tail is lost. */
+static void
+cache_sync(rb_ractor_newobj_cache_t *cache)
+{
+    if (cache->sampling_epoch == sampler.epoch) return;
+    for (size_t i = 0; i < HEAP_COUNT; i++) {
+        GC_ASSERT(cache->sample_points[i].tail == NULL);
+        sample_point_reset(&cache->sample_points[i], &sampler.config);
+    }
+    cache->sampling_epoch = sampler.epoch;
+}
+
+static void
+sampling_set_page(void *c, size_t heap_idx, size_t free_slots)
+{
+    rb_ractor_newobj_cache_t *cache = c;
+    cache_sync(cache);
+    sample_point_place(&cache->sample_points[heap_idx], cache_list(cache, heap_idx), free_slots, slot_bytes(heap_idx));
+}
+
+static void
+sampling_cache_clear(void *c, size_t heap_idx)
+{
+    rb_ractor_newobj_cache_t *cache = c;
+    if (cache->sampling_epoch != sampler.epoch) return;
+    sample_point_rejoin(&cache->sample_points[heap_idx], cache_list(cache, heap_idx), slot_bytes(heap_idx));
+}
+
+/* Records a sample of obj (allocated, not yet initialised: klass and flags
+ * are what newobj_init will write). */
+static void
+sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, size_t heap_idx, uint64_t points)
+{
+    size_t size = slot_bytes(heap_idx);
+    sampler.samples[heap_idx]++;
+    sampler.points[heap_idx] += points;
+
+    struct sampling_sample_in in = { 0 };
+    in.type = (uint16_t)(flags & RUBY_T_MASK);
+    in.obj = obj;
+    if (in.type == T_IMEMO) {
+        /* the class word of an imemo holds internal data, not a class */
+        in.imemo_type = (uint8_t)((flags >> FL_USHIFT) & 0x0f); /* IMEMO_MASK, internal/imemo.h */
+        in.klass = 0;
+    }
+    else {
+        in.klass = klass;
+    }
+    in.nframes = sampling_frames_capture(sampler.scratch, sampler.params.depth, &in.truncated);
+    in.frames = sampler.scratch;
+    in.weight = sampling_weight(sampler.config.mode, sampler.config.interval, size, points);
+    in.gc_count = objspace->profile.count;
+    in.size = (uint32_t)size;
+    in.heap = (uint8_t)heap_idx;
+    sampling_records_add(&sampler.records, &in);
+}
+
+static VALUE
+sampling_take(void *objspace_ptr, void *c, size_t heap_idx, VALUE klass, VALUE flags)
+{
+    rb_objspace_t *objspace = objspace_ptr;
+    rb_ractor_newobj_cache_t *cache = c;
+    uint64_t points = 0;
+    struct sample_point_slot *slot = sample_point_take(&cache->sample_points[heap_idx], cache_list(cache, heap_idx),
+                                                       slot_bytes(heap_idx), &sampler.config, &points);
+    VALUE obj = (VALUE)slot;
+
+    /* as ractor_cache_allocate_slot does for the slot it pops */
+#ifdef RUBY_ASAN_ENABLED
+    rb_asan_unpoison_object(obj, true);
+#endif
+    if (is_incremental_marking(objspace)) cache->incremental_mark_step_allocated_slots++;
+#if RGENGC_CHECK_MODE
+    MEMZERO((char *)obj, char, heap_slot_size(heap_idx));
+#endif
+
+    sampling_record(objspace, obj, klass, flags, heap_idx, points);
+    return obj;
+}
+
+static void
+sampling_mark_roots(void *objspace)
+{
+    REFSET_FOREACH(&sampler.records.refs, e) {
+        rb_gc_impl_mark(objspace, (VALUE)e->key);
+    }
+}
+
+static int
+sampling_liveness(uintptr_t obj, void *data)
+{
+    rb_objspace_t *objspace = data;
+    if (!RVALUE_MARKED(objspace, (VALUE)obj)) return 0;
+    return RVALUE_OLD_P(objspace, (VALUE)obj) ? 2 : 1;
+}
+
+static void
+sampling_marks_finished(void *objspace_ptr)
+{
+    rb_objspace_t *objspace = objspace_ptr;
+    for (size_t i = 0; i < HEAP_COUNT; i++) sampler.allocated_at_marks[i] = heaps[i].total_allocated_objects;
+    if (sampler.records.nlive) {
+        sampling_records_check_liveness(&sampler.records, sampling_liveness, objspace, objspace->profile.count);
+    }
+}
+
+static uintptr_t
+sampling_location(uintptr_t ref, void *objspace)
+{
+    return (uintptr_t)rb_gc_impl_location(objspace, (VALUE)ref);
+}
+
+static void
+sampling_update_references(void *objspace_ptr)
+{
+    rb_objspace_t *objspace = objspace_ptr;
+    /* Each move bumped the destination heap's total_allocated_objects
+     * (gc_compact_move); nothing else allocates during a GC. */
+    for (size_t i = 0; i < HEAP_COUNT; i++) {
+        sampler.moved[i] += heaps[i].total_allocated_objects - sampler.allocated_at_marks[i];
+        sampler.allocated_at_marks[i] = heaps[i].total_allocated_objects;
+    }
+    sampling_records_update_references(&sampler.records, sampling_location, objspace);
+}
+
+/* ---- start, stop, clear (API side; VM lock and barrier held) ---- */
+
+static void
+cache_place_i(void *c, void *data)
+{
+    rb_ractor_newobj_cache_t *cache = c;
+    cache_sync(cache);
+    for (size_t i = 0; i < HEAP_COUNT; i++) {
+        struct sample_point_slot **list = cache_list(cache, i);
+        if (*list) sample_point_place(&cache->sample_points[i], list, sample_point_list_length(*list), slot_bytes(i));
+    }
+}
+
+static void
+cache_rejoin_i(void *c, void *data)
+{
+    rb_ractor_newobj_cache_t *cache = c;
+    if (cache->sampling_epoch != sampler.epoch) return;
+    for (size_t i = 0; i < HEAP_COUNT; i++) {
+        sample_point_rejoin(&cache->sample_points[i], cache_list(cache, i), slot_bytes(i));
+    }
+}
+
+static void
+counters_reset(rb_objspace_t *objspace)
+{
+    for (size_t i = 0; i < HEAP_COUNT; i++) {
+        sampler.base_allocated[i] = heaps[i].total_allocated_objects;
+        sampler.allocated_at_marks[i] = heaps[i].total_allocated_objects;
+        sampler.moved[i] = 0;
+        sampler.stopped_allocated[i] = 0;
+        sampler.samples[i] = 0;
+        sampler.points[i] = 0;
+    }
+}
+
+static size_t
+heap_allocated_objects(rb_objspace_t *objspace, size_t i)
+{
+    if (!sampling_on) return sampler.stopped_allocated[i];
+    return heaps[i].total_allocated_objects - sampler.base_allocated[i] - sampler.moved[i];
+}
+
+/* Points go into every list the caches hold now: counting is exact from
+ * the next allocation. */
+static void
+begin_counting(rb_objspace_t *objspace)
+{
+    sampler.epoch++;
+    counters_reset(objspace);
+    sampling_on = true;
+    rb_gc_ractor_newobj_cache_foreach(cache_place_i, NULL);
+}
+
+static void
+end_counting(rb_objspace_t *objspace)
+{
+    rb_gc_ractor_newobj_cache_foreach(cache_rejoin_i, NULL);
+    for (size_t i = 0; i < HEAP_COUNT; i++) sampler.stopped_allocated[i] = heap_allocated_objects(objspace, i);
+    sampling_on = false;
+}
+
+static uint64_t
+random_seed(void)
+{
+    uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&seed;
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) == 0) seed ^= (uint64_t)ts.tv_nsec * UINT64_C(0x9e3779b97f4a7c15);
+    return seed;
+}
+
+void
+sampler_start(const struct sampling_params *params)
+{
+    rb_objspace_t *objspace = rb_gc_get_objspace();
+    struct sampling_frame *scratch = malloc(params->depth * sizeof(*scratch));
+    if (!scratch) rb_memerror();
+
+    unsigned int lev = rb_gc_vm_lock();
+    rb_gc_vm_barrier();
+    {
+        if (sampling_on) end_counting(objspace);
+        free(sampler.scratch);
+        sampler.scratch = scratch;
+        sampler.params = *params;
+        sampler.config.mode = params->mode;
+        sampler.config.interval = params->interval;
+        sampling_rng_seed(&sampler.config.rng, params->has_seed ? params->seed : random_seed());
+        if (!sampler.records.max && !sampler.records.next_seq) sampling_records_init(&sampler.records, params->max_samples);
+        sampler.records.max = params->max_samples;
+        begin_counting(objspace);
+    }
+    rb_gc_vm_unlock(lev);
+}
+
+bool
+sampler_stop(void)
+{
+    rb_objspace_t *objspace = rb_gc_get_objspace();
+    bool was_on;
+    unsigned int lev = rb_gc_vm_lock();
+    rb_gc_vm_barrier();
+    {
+        was_on = sampling_on;
+        if (sampling_on) end_counting(objspace);
+    }
+    rb_gc_vm_unlock(lev);
+    return was_on;
+}
+
+void
+sampler_clear(void)
+{
+    rb_objspace_t *objspace = rb_gc_get_objspace();
+    unsigned int lev = rb_gc_vm_lock();
+    rb_gc_vm_barrier();
+    {
+        size_t max = sampler.records.max ? sampler.records.max : SAMPLING_MAX_SAMPLES_DEFAULT;
+        sampling_records_clear(&sampler.records);
+        sampler.records.max = max;
+        if (sampling_on) {
+            end_counting(objspace);
+            begin_counting(objspace);
+        }
+        else {
+            counters_reset(objspace);
+        }
+    }
+    rb_gc_vm_unlock(lev);
+}
+
+bool
+sampler_enabled(void)
+{
+    return sampling_on;
+}
+
+const struct sampling_params *
+sampler_params(void)
+{
+    return &sampler.params;
+}
+
+void
+sampler_get_stats(struct sampler_stats *stats)
+{
+    rb_objspace_t *objspace = rb_gc_get_objspace();
+    unsigned int lev = rb_gc_vm_lock();
+    {
+        memset(stats, 0, sizeof(*stats));
+        stats->enabled = sampling_on;
+        stats->mode = sampler.params.mode;
+        stats->interval = sampler.params.interval;
+        stats->depth = sampler.params.depth;
+        stats->max_samples = sampler.params.max_samples;
+        stats->live = sampler.records.nlive;
+        stats->dropped = sampler.records.dropped;
+        stats->evicted = sampler.records.evicted;
+        stats->nheaps = HEAP_COUNT;
+        for (size_t i = 0; i < HEAP_COUNT; i++) {
+            struct sampler_heap_stats *h = &stats->per_heap[i];
+            h->slot_size = slot_bytes(i);
+            h->allocated_bytes = (uint64_t)heap_allocated_objects(objspace, i) * h->slot_size;
+            h->samples = sampler.samples[i];
+            h->points = sampler.points[i];
+            stats->samples += h->samples;
+            stats->allocated_bytes += h->allocated_bytes;
+        }
+    }
+    rb_gc_vm_unlock(lev);
+}
+
+struct sampling_records *
+sampler_records(void)
+{
+    return &sampler.records;
+}
+
+uint64_t
+sampler_read_begin(void)
+{
+    if (sampler.readers++ == 0) {
+        /* finishes any GC in progress, then keeps GC off while reading */
+        sampler.readers_disabled_gc = !RTEST(rb_gc_disable());
+    }
+    return sampler.records.next_seq;
+}
+
+void
+sampler_read_end(void)
+{
+    if (--sampler.readers == 0 && sampler.readers_disabled_gc) rb_gc_enable();
+}
+
+VALUE
+sampler_object(uint32_t index, uint64_t seq)
+{
+    rb_objspace_t *objspace = rb_gc_get_objspace();
+    VALUE obj;
+    unsigned int lev = rb_gc_vm_lock();
+    {
+        /* During incremental marking an unmarked object may already be
+         * garbage; handing it out could resurrect it behind the marker's
+         * back.  Finish marking first: then the record knows. */
+        if (is_incremental_marking(objspace)) gc_rest(objspace);
+        obj = (VALUE)sampling_records_object(&sampler.records, index, seq);
+    }
+    rb_gc_vm_unlock(lev);
+    return obj ? obj : Qnil;
+}

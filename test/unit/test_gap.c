@@ -1,0 +1,174 @@
+/*
+ * test_gap.c: the generator, the gaps and the weights (gc/sampling/gap.c).
+ *
+ * Statistical checks use fixed seeds and state their bound: a mean within
+ * 6 standard errors, and the Kolmogorov-Smirnov distance of the gaps from
+ * the exponential distribution below the 0.1% critical value 1.95/sqrt(n).
+ */
+// links: gap.c
+#include "check.h"
+#include "gap.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static int
+cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void
+test_seeding(void)
+{
+    struct sampling_rng a, b, c;
+    sampling_rng_seed(&a, 42);
+    sampling_rng_seed(&b, 42);
+    sampling_rng_seed(&c, 43);
+    int same = 1, differ = 0;
+    for (int i = 0; i < 1000; i++) {
+        uint64_t x = sampling_rng_next(&a), y = sampling_rng_next(&b), z = sampling_rng_next(&c);
+        same &= x == y;
+        differ |= x != z;
+    }
+    CHECK(same, "one seed must give one sequence");
+    CHECK(differ, "two seeds must give two sequences");
+
+    struct sampling_rng zero;
+    sampling_rng_seed(&zero, 0);
+    CHECK(zero.s[0] | zero.s[1] | zero.s[2] | zero.s[3], "seed 0 must not give the all-zero state");
+}
+
+static void
+test_uniform_range(void)
+{
+    struct sampling_rng rng;
+    sampling_rng_seed(&rng, 7);
+    double lo = 1, hi = 0, sum = 0;
+    const int n = 1000000;
+    for (int i = 0; i < n; i++) {
+        double u = sampling_rng_uniform(&rng);
+        if (u < lo) lo = u;
+        if (u > hi) hi = u;
+        sum += u;
+    }
+    CHECK(lo > 0 && hi <= 1, "uniform must be in (0, 1]: saw [%g, %g]", lo, hi);
+    /* mean 1/2, sd of the mean sqrt(1/12/n) */
+    double se = sqrt(1.0 / 12 / n);
+    CHECK(fabs(sum / n - 0.5) < 6 * se, "uniform mean %g", sum / n);
+}
+
+/* Gaps with mean `interval` follow the exponential distribution. */
+static void
+test_poisson_gaps(uint64_t interval, uint64_t seed)
+{
+    struct sampling_rng rng;
+    sampling_rng_seed(&rng, seed);
+    enum { N = 200000 };
+    static double gaps[N];
+    double sum = 0;
+    for (int i = 0; i < N; i++) {
+        gaps[i] = (double)sampling_gap_next(&rng, SAMPLING_MODE_POISSON, interval);
+        sum += gaps[i];
+    }
+    /* ceil() adds 1/2 byte on average (exactly: E[ceil(X)] for X ~ Exp(mean m)
+     * is 1/(1 - exp(-1/m))); the standard deviation of an exponential is its mean. */
+    double expected = 1.0 / -expm1(-1.0 / (double)interval);
+    double se = expected / sqrt((double)N);
+    CHECK(fabs(sum / N - expected) < 6 * se,
+          "interval %llu: mean gap %g, expected %g +- %g", (unsigned long long)interval, sum / N, expected, 6 * se);
+
+    /* KS distance against the CDF of ceil(Exp(interval)): P(G <= g) = 1 - exp(-g/interval)
+     * at integer g; compare just after each step. */
+    qsort(gaps, N, sizeof(double), cmp_double);
+    double d = 0;
+    for (int i = 0; i < N; i++) {
+        double g = gaps[i];
+        /* empirical CDF at g (all ties included) */
+        int j = i;
+        while (j + 1 < N && gaps[j + 1] == g) j++;
+        double emp = (double)(j + 1) / N;
+        double emp_before = (double)i / N;
+        double cdf = -expm1(-g / (double)interval);
+        double cdf_before = -expm1(-(g - 1) / (double)interval);
+        if (fabs(emp - cdf) > d) d = fabs(emp - cdf);
+        if (fabs(emp_before - cdf_before) > d) d = fabs(emp_before - cdf_before);
+        i = j;
+    }
+    double critical = 1.95 / sqrt((double)N);
+    CHECK(d < critical, "interval %llu: KS distance %g >= %g", (unsigned long long)interval, d, critical);
+}
+
+static void
+test_fixed_and_edges(void)
+{
+    struct sampling_rng rng;
+    sampling_rng_seed(&rng, 1);
+    CHECK(sampling_gap_next(&rng, SAMPLING_MODE_FIXED, 4096) == 4096, "fixed gap is the interval");
+    CHECK(sampling_gap_next(&rng, SAMPLING_MODE_FIXED, 1) == 1, "fixed interval 1");
+    int64_t min = INT64_MAX, max = 0;
+    for (int i = 0; i < 100000; i++) {
+        int64_t g = sampling_gap_next(&rng, SAMPLING_MODE_POISSON, 1);
+        if (g < min) min = g;
+        if (g > max) max = g;
+    }
+    CHECK(min >= 1, "poisson gaps are at least one byte (saw %lld)", (long long)min);
+    /* huge intervals never overflow and never go past the cap */
+    int ok = 1;
+    for (int i = 0; i < 100000; i++) {
+        int64_t g = sampling_gap_next(&rng, SAMPLING_MODE_POISSON, UINT64_MAX);
+        ok &= g >= 1 && g <= SAMPLING_GAP_MAX;
+    }
+    CHECK(ok, "huge interval stays within [1, SAMPLING_GAP_MAX]");
+    CHECK(sampling_gap_next(&rng, SAMPLING_MODE_FIXED, UINT64_MAX) == SAMPLING_GAP_MAX, "fixed huge interval is capped");
+}
+
+static void
+test_weights(void)
+{
+    CHECK(sampling_weight(SAMPLING_MODE_FIXED, 4096, 40, 1) == 4096, "fixed weight");
+    CHECK(sampling_weight(SAMPLING_MODE_FIXED, 1, 40, 40) == 40, "fixed interval 1: every byte");
+    double w = sampling_weight(SAMPLING_MODE_POISSON, 524288, 40, 1);
+    CHECK(fabs(w - (524288 + 20)) < 1, "poisson weight for size << interval is interval + size/2: %g", w);
+    w = sampling_weight(SAMPLING_MODE_POISSON, 1, 40, 40);
+    CHECK(fabs(w - 40) < 1e-9, "poisson weight for size >> interval is size: %g", w);
+
+    /* Unbiasedness, end to end: a stream of 40-byte allocations, sampled
+     * when a Poisson point falls in it; the weighted sum estimates the bytes. */
+    struct sampling_rng rng;
+    sampling_rng_seed(&rng, 2024);
+    const uint64_t interval = 4096, size = 40, allocations = 20000000;
+    int64_t countdown = sampling_gap_next(&rng, SAMPLING_MODE_POISSON, interval);
+    double estimate = 0;
+    uint64_t samples = 0;
+    for (uint64_t i = 0; i < allocations; i++) {
+        countdown -= (int64_t)size;
+        if (countdown <= 0) {
+            uint64_t points = 0;
+            while (countdown <= 0) { countdown += sampling_gap_next(&rng, SAMPLING_MODE_POISSON, interval); points++; }
+            estimate += sampling_weight(SAMPLING_MODE_POISSON, interval, size, points);
+            samples++;
+        }
+    }
+    double truth = (double)(allocations * size);
+    /* samples ~ Binomial(allocations, p): relative sd of the estimate sqrt((1-p)/(n p)) */
+    double p = -expm1(-(double)size / interval);
+    double rel_sd = sqrt((1 - p) / (allocations * p));
+    CHECK(fabs(estimate / truth - 1) < 6 * rel_sd, "poisson estimate %g of %g (bound %g)", estimate, truth, 6 * rel_sd);
+}
+
+int
+main(void)
+{
+    test_seeding();
+    test_uniform_range();
+    test_poisson_gaps(1, 11);
+    test_poisson_gaps(40, 12);
+    test_poisson_gaps(4096, 13);
+    test_poisson_gaps(524288, 14);
+    test_fixed_and_edges();
+    test_weights();
+    return check_summary();
+}

@@ -1,0 +1,168 @@
+/*
+ * test_records.c: the record table, stack interning and the counted
+ * reference set (gc/sampling/records.c, refset.c), driven by random
+ * streams of samples, markings (with random deaths and promotions),
+ * compactions (a random permutation of addresses) and clears, with the
+ * invariants of records.h verified after every operation.  Also checks:
+ * stacks are shared, a full table of live records drops (counted), a full
+ * table with dead records evicts the oldest dead one, and an object whose
+ * record died is never handed out again.
+ */
+// links: records.c refset.c gap.c
+#include "check.h"
+#include "records.h"
+#include "gap.h"
+
+#include <string.h>
+
+static struct sampling_rng rng;
+static uint64_t rnd(uint64_t n) { return sampling_rng_next(&rng) % n; }
+
+/* the mock heap: object "addresses" with a dead flag */
+enum { OBJECTS = 4096 };
+static unsigned char dead_obj[OBJECTS * 2 + 64];
+static int die_percent;
+
+static int
+liveness(uintptr_t obj, void *data)
+{
+    (void)data;
+    uintptr_t i = obj / 8;
+    if (rnd(100) < (uint64_t)die_percent) dead_obj[i] = 1;
+    if (dead_obj[i]) return 0;
+    return rnd(4) == 0 ? 2 : 1;
+}
+
+static uintptr_t shift;
+static uintptr_t
+moved(uintptr_t ref, void *data)
+{
+    (void)data;
+    /* references below 8*OBJECTS are objects; above are classes/frames */
+    if (ref < 8 * OBJECTS) return ref;          /* objects stay (keeps dead_obj simple) */
+    return ref + shift;
+}
+
+static void
+sample_in(struct sampling_sample_in *in, struct sampling_frame *frames, uintptr_t base)
+{
+    memset(in, 0, sizeof(*in));
+    in->obj = 8 * (1 + rnd(OBJECTS - 1));
+    dead_obj[in->obj / 8] = 0;
+    in->klass = rnd(5) ? base + 8 * rnd(20) : 0;
+    in->nframes = (uint32_t)rnd(6);
+    for (uint32_t i = 0; i < in->nframes; i++) {
+        frames[i].iseq = base + 1024 + 8 * rnd(8);
+        frames[i].cme = rnd(2) ? base + 2048 + 8 * rnd(4) : 0;
+        frames[i].pc = (uint32_t)rnd(3);
+        frames[i].cfunc = frames[i].cme && rnd(2);
+    }
+    in->frames = frames;
+    in->truncated = rnd(10) == 0;
+    in->weight = 4096;
+    in->size = 40;
+}
+
+static void
+test_random_streams(void)
+{
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        sampling_rng_seed(&rng, seed);
+        struct sampling_records r;
+        sampling_records_init(&r, 1 + rnd(300));
+        uintptr_t base = 8 * OBJECTS * 2;
+        int ok = 1;
+        for (int op = 0; op < 3000 && ok; op++) {
+            struct sampling_frame frames[8];
+            struct sampling_sample_in in;
+            switch (rnd(10)) {
+              case 0: die_percent = (int)rnd(60); sampling_records_check_liveness(&r, liveness, NULL, (size_t)op); break;
+              case 1: shift = 8 * (1 + rnd(1000)); sampling_records_update_references(&r, moved, NULL); base += shift; break;
+              case 2: if (rnd(20) == 0) sampling_records_clear(&r); break;
+              default: sample_in(&in, frames, base); sampling_records_add(&r, &in); break;
+            }
+            const char *err = sampling_records_verify(&r);
+            if (err) { CHECK(!err, "seed %llu op %d: %s", (unsigned long long)seed, op, err); ok = 0; }
+            /* no dead record gives out an object */
+            for (size_t i = 0; i < r.used && ok; i++) {
+                if (r.items[i].seq && r.items[i].live_pos == SAMPLING_NONE &&
+                    sampling_records_object(&r, (uint32_t)i, r.items[i].seq) != 0) {
+                    CHECK(0, "dead record %zu hands out an object", i);
+                    ok = 0;
+                }
+            }
+        }
+        if (ok) CHECK(1, "stream");
+        sampling_records_free(&r);
+    }
+}
+
+static void
+test_sharing_drop_evict(void)
+{
+    struct sampling_records r;
+    sampling_records_init(&r, 3);
+    struct sampling_frame f[2] = { { 1000, 2000, 1, 0 }, { 1008, 0, 2, 0 } };
+    struct sampling_sample_in in = { .obj = 8, .klass = 3000, .frames = f, .nframes = 2, .size = 40, .weight = 1 };
+    uint32_t a = sampling_records_add(&r, &in);
+    in.obj = 16;
+    uint32_t b = sampling_records_add(&r, &in);
+    CHECK(a != SAMPLING_NONE && b != SAMPLING_NONE, "two records");
+    CHECK(r.items[a].stack == r.items[b].stack && r.stacks.size == 1, "one stack shared by both");
+    CHECK(refset_count(&r.refs, 3000) == 2 && refset_count(&r.refs, 1000) == 1, "class held twice, frame once");
+    in.obj = 24;
+    sampling_records_add(&r, &in);
+    in.obj = 32;
+    CHECK(sampling_records_add(&r, &in) == SAMPLING_NONE && r.dropped == 1, "full of live records: dropped and counted");
+
+    /* object 16 dies: the next sample evicts it */
+    dead_obj[16 / 8] = 1; dead_obj[8 / 8] = 0; dead_obj[24 / 8] = 0;
+    die_percent = 0;
+    sampling_rng_seed(&rng, 5);
+    sampling_records_check_liveness(&r, liveness, NULL, 7);
+    CHECK(r.items[b].freed_gc == 7 && r.items[b].live_pos == SAMPLING_NONE, "died at GC 7");
+    CHECK(sampling_records_object(&r, b, r.items[b].seq) == 0, "a dead record has no object");
+    CHECK(r.items[a].age == 1, "a survivor ages");
+    uint64_t old_seq = r.items[b].seq;
+    uint32_t c = sampling_records_add(&r, &in);
+    CHECK(c == b && r.evicted == 1, "the oldest dead record is evicted (slot %u, evicted %llu)", c, (unsigned long long)r.evicted);
+    CHECK(sampling_records_object(&r, b, old_seq) == 0, "the evicted sample's handle never sees the new object");
+    CHECK(sampling_records_verify(&r) == NULL, "invariants: %s", sampling_records_verify(&r));
+    sampling_records_clear(&r);
+    CHECK(r.refs.size == 0 && r.stacks.size == 0 && sampling_records_count(&r) == 0, "clear drops everything");
+    sampling_records_free(&r);
+}
+
+static void
+test_refset(void)
+{
+    struct refset s = { 0 };
+    sampling_rng_seed(&rng, 99);
+    static size_t model[5000];
+    memset(model, 0, sizeof(model));
+    int ok = 1;
+    for (int i = 0; i < 200000 && ok; i++) {
+        uintptr_t k = 1 + rnd(4999);
+        if (rnd(3)) { refset_add(&s, k * 8); model[k]++; }
+        else if (model[k]) { refset_remove(&s, k * 8); model[k]--; }
+        if (i % 1000 == 0) {
+            size_t distinct = 0;
+            for (int j = 1; j < 5000; j++) {
+                if (model[j]) distinct++;
+                if (refset_count(&s, (uintptr_t)j * 8) != model[j]) ok = 0;
+            }
+            if (distinct != s.size) ok = 0;
+        }
+    }
+    CHECK(ok, "refset agrees with a model under random adds and removes");
+    refset_free(&s);
+}
+
+int
+main(void)
+{
+    test_refset();
+    test_sharing_drop_evict();
+    test_random_streams();
+    return check_summary();
+}
