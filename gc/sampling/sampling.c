@@ -42,6 +42,8 @@
 #include "frames.h"
 #include "sampler.h"
 
+int rb_objspace_internal_object_p(VALUE obj);  /* gc.c, exported */
+
 /* ---- hooks (see patches/3.4) ---- */
 
 static bool sampling_on;   /* points are being placed */
@@ -464,6 +466,9 @@ sampler_object(uint32_t index, uint64_t seq)
          * back.  Finish marking first: then the record knows. */
         if (is_incremental_marking(objspace)) gc_rest(objspace);
         obj = (VALUE)sampling_records_object(&sampler.records, index, seq);
+        /* Internal objects (imemo, hidden, singleton internals) are never
+         * handed to Ruby code, as ObjectSpace.each_object skips them. */
+        if (obj && rb_objspace_internal_object_p(obj)) obj = 0;
     }
     rb_gc_vm_unlock(lev);
     return obj ? obj : Qnil;

@@ -1,0 +1,44 @@
+# Shared setup for the integration tests: each file is run by test/run in
+# its own process, on the built Ruby, with RUBY_GC_LIBRARY=sampling.
+require "minitest/autorun"
+require "rbconfig"
+require "open3"
+
+Sampler = ObjectSpace::AllocationSampler
+
+module SamplingTestHelper
+  RUBY = ENV["SAMPLING_TEST_RUBY"] || RbConfig.ruby
+  RUBY_SRC = ENV["SAMPLING_TEST_RUBY_SRC"]
+
+  # Runs code in a fresh Ruby; returns [stdout, stderr, status].
+  def run_ruby(code, env: {}, library: "sampling", args: [])
+    env = { "RUBY_GC_LIBRARY" => library, "RUBY_GC_SAMPLING" => nil }.merge(env)
+    Open3.capture3(env, RUBY, *args, "-e", code)
+  end
+
+  # Objects that land on each of the five heaps (40, 80, 160, 320, 640 bytes).
+  STRING_LENGTHS = { 40 => 10, 80 => 40, 160 => 120, 320 => 280, 640 => 600 }.freeze
+  ARRAY_LENGTHS = { 40 => 2, 80 => 7, 160 => 16, 320 => 36, 640 => 70 }.freeze
+
+  def object_for(slot_size, kind)
+    case kind
+    when :string then "x" * STRING_LENGTHS.fetch(slot_size)
+    when :array then Array.new(ARRAY_LENGTHS.fetch(slot_size), 0)
+    end
+  end
+
+  def heap_stats
+    Sampler.stats[:heaps].to_h { |h| [h[:slot_size], h] }
+  end
+
+  def teardown
+    Sampler.stop
+    Sampler.clear
+    GC.stress = false
+    super
+  end
+end
+
+class Minitest::Test
+  include SamplingTestHelper
+end

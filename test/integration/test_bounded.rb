@@ -1,0 +1,41 @@
+# Memory is bounded by max_samples: a full table of live records drops new
+# samples (counted in stats[:dropped]); dead records are evicted oldest
+# first (counted in stats[:evicted]).
+require_relative "helper"
+
+class TestBounded < Minitest::Test
+  def test_drops_are_counted_when_all_live
+    Sampler.start(interval: 1, mode: :fixed, max_samples: 100)
+    $keep = Array.new(1_000) { Object.new }
+    Sampler.stop
+    st = Sampler.stats
+    assert_equal 100, Sampler.samples.size
+    assert_operator st[:dropped], :>=, 900
+    assert_equal st[:samples], Sampler.samples.size + st[:dropped] + st[:evicted]
+  ensure
+    $keep = nil
+  end
+
+  def test_dead_records_are_evicted
+    Sampler.start(interval: 1, mode: :fixed, max_samples: 500)
+    20.times do
+      Array.new(400) { Object.new }
+      GC.start
+    end
+    Sampler.stop
+    st = Sampler.stats
+    assert_operator st[:evicted], :>, 0
+    assert_operator Sampler.samples.size, :<=, 500
+    assert_equal st[:samples], Sampler.samples.size + st[:dropped] + st[:evicted]
+  end
+
+  def test_clear_drops_everything
+    Sampler.start(interval: 1, mode: :fixed, max_samples: 50)
+    Array.new(100) { Object.new }
+    Sampler.clear
+    st = Sampler.stats
+    assert_equal 0, st[:dropped]
+    assert_equal 0, st[:live] if Sampler.samples.empty?
+    assert st[:enabled]
+  end
+end
