@@ -18,7 +18,13 @@
 
 #include "config.h"
 #include "frames.h"
+#include "pprof.h"
 #include "sampler.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -399,6 +405,229 @@ sample_inspect_m(VALUE self)
                       sample_live_p(self) == Qtrue ? "" : " dead");
 }
 
+/* ---- profiles ---- */
+
+static VALUE
+class_label(VALUE klass)
+{
+    if (NIL_P(klass) || !klass) return Qnil;
+    VALUE name = rb_mod_name(klass);
+    if (NIL_P(name)) name = rb_any_to_s(klass);  /* anonymous: #<Class:0x...> */
+    return name;
+}
+
+static const char *
+type_name(uint16_t type)
+{
+    const char *name = type < 32 ? type_names[type] : NULL;
+    return name ? name : "T_UNKNOWN";
+}
+
+static uint64_t
+rstring_index(struct pprof *p, VALUE str)
+{
+    if (NIL_P(str)) return 0;
+    return pprof_string(p, RSTRING_PTR(str), (size_t)RSTRING_LEN(str));
+}
+
+/* Location ids of a stack, innermost first (a malloc'd array of n). */
+static uint64_t *
+stack_locations(struct pprof *p, const struct sampling_stack *s, uint32_t *n)
+{
+    uint32_t count = s->nframes ? s->nframes : 1;
+    uint64_t *ids = malloc(count * sizeof(*ids));
+    if (!ids) rb_memerror();
+    if (!s->nframes) {
+        uint64_t boot = pprof_cstring(p, "<boot>");
+        ids[0] = pprof_location(p, pprof_function(p, boot, boot), 0);
+    }
+    for (uint32_t i = 0; i < s->nframes; i++) {
+        const struct sampling_frame *f = &s->frames[i];
+        VALUE label = sampling_frame_label(f), path = sampling_frame_path(f);
+        uint64_t function = pprof_function(p, rstring_index(p, label), rstring_index(p, path));
+        ids[i] = pprof_location(p, function, sampling_frame_lineno(f));
+        RB_GC_GUARD(label);
+        RB_GC_GUARD(path);
+    }
+    *n = count;
+    return ids;
+}
+
+struct stack_ids {
+    uint64_t *ids;
+    uint32_t n;
+};
+
+static int
+free_stack_ids_i(st_data_t key, st_data_t value, st_data_t arg)
+{
+    struct stack_ids *s = (struct stack_ids *)value;
+    free(s->ids);
+    free(s);
+    return ST_CONTINUE;
+}
+
+struct pprof_build {
+    struct pprof *p;
+    st_table *stacks;
+    uint8_t *bytes;
+    size_t len;
+};
+
+static VALUE
+pprof_build_body(VALUE arg)
+{
+    struct pprof_build *b = (struct pprof_build *)arg;
+    const struct sampling_params *params = sampler_params();
+    struct pprof *p = b->p;
+    pprof_sample_type(p, "alloc_objects", "count");
+    pprof_sample_type(p, "alloc_space", "bytes");
+    pprof_sample_type(p, "inuse_objects", "count");
+    pprof_sample_type(p, "inuse_space", "bytes");
+    pprof_period(p, "space", "bytes", (int64_t)params->interval);
+    char comment[128];
+    snprintf(comment, sizeof(comment), "sampling GC: mode=%s interval=%llu depth=%u",
+             params->mode == SAMPLING_MODE_FIXED ? "fixed" : "poisson",
+             (unsigned long long)params->interval, params->depth);
+    pprof_comment(p, comment);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    pprof_time(p, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, 0);
+
+    uint64_t key_class = pprof_cstring(p, "class"), key_type = pprof_cstring(p, "type");
+    uint64_t limit = sampler_read_begin();
+    struct sampling_records *r = sampler_records();
+    for (size_t i = 0; i < r->used; i++) {
+        if (!r->items[i].seq || r->items[i].seq >= limit) continue;
+        uint64_t seq = r->items[i].seq;
+        struct sampling_stack *stack = r->items[i].stack;
+        st_data_t found;
+        if (!st_lookup(b->stacks, (st_data_t)stack, &found)) {
+            struct stack_ids *s = malloc(sizeof(*s));
+            if (!s) rb_memerror();
+            sampling_stack_retain(stack);
+            s->ids = stack_locations(p, stack, &s->n);
+            sampling_stack_release(r, stack);
+            st_insert(b->stacks, (st_data_t)stack, (st_data_t)s);
+            found = (st_data_t)s;
+        }
+        VALUE klass_name = Qnil;
+        if (r->items[i].seq == seq && r->items[i].klass) klass_name = class_label((VALUE)r->items[i].klass);
+        const struct sampling_record *rec = &r->items[i];
+        if (rec->seq != seq) continue;  /* evicted while we allocated */
+        bool live = rec->live_pos != SAMPLING_NONE;
+        int64_t space = (int64_t)llround(rec->weight);
+        int64_t objects = (int64_t)llround(rec->weight / rec->size);
+        int64_t values[4] = { objects, space, live ? objects : 0, live ? space : 0 };
+        struct pprof_label labels[2];
+        size_t nlabels = 0;
+        labels[nlabels++] = (struct pprof_label){ key_type, pprof_cstring(p, type_name(rec->type)) };
+        if (!NIL_P(klass_name)) labels[nlabels++] = (struct pprof_label){ key_class, rstring_index(p, klass_name) };
+        const struct stack_ids *s = (const struct stack_ids *)found;
+        pprof_sample(p, s->ids, s->n, values, 4, labels, nlabels);
+        RB_GC_GUARD(klass_name);
+    }
+    if (!pprof_finish(p, true, &b->bytes, &b->len)) rb_memerror();
+    return Qnil;
+}
+
+static VALUE
+pprof_build_ensure(VALUE arg)
+{
+    struct pprof_build *b = (struct pprof_build *)arg;
+    sampler_read_end();
+    st_foreach(b->stacks, free_stack_ids_i, 0);
+    st_free_table(b->stacks);
+    pprof_free(b->p);
+    return Qnil;
+}
+
+/* The profile as a binary String (gzip-compressed pprof). */
+static VALUE
+pprof_bytes(void)
+{
+    struct pprof_build b = { pprof_new(), st_init_numtable(), NULL, 0 };
+    if (!b.p) rb_memerror();
+    rb_ensure(pprof_build_body, (VALUE)&b, pprof_build_ensure, (VALUE)&b);
+    VALUE str = rb_str_new((const char *)b.bytes, (long)b.len);
+    free(b.bytes);
+    return str;
+}
+
+/* Writes bytes to path_or_io: a path (String or #to_path) is written
+ * whole or not at all (SystemCallError names it); an IO gets #write. */
+static VALUE
+write_out(VALUE dest, VALUE bytes, const char *argname)
+{
+    VALUE path = Qnil;
+    if (RB_TYPE_P(dest, T_STRING)) path = dest;
+    else if (rb_respond_to(dest, rb_intern("to_path"))) path = rb_funcall(dest, rb_intern("to_path"), 0);
+    else if (!rb_respond_to(dest, rb_intern("write")))
+        rb_raise(rb_eArgError, "%s must be a path (String, Pathname) or an IO (got %"PRIsVALUE")", argname, rb_inspect(dest));
+
+    if (NIL_P(path)) {
+        rb_funcall(dest, rb_intern("write"), 1, bytes);
+        return LONG2NUM(RSTRING_LEN(bytes));
+    }
+    FilePathValue(path);
+    const char *cpath = RSTRING_PTR(path);
+    if (strlen(cpath) != (size_t)RSTRING_LEN(path)) rb_raise(rb_eArgError, "%s contains a NUL byte", argname);
+    int fd = open(cpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) rb_syserr_fail_str(errno, path);
+    const char *data = RSTRING_PTR(bytes);
+    size_t left = (size_t)RSTRING_LEN(bytes);
+    while (left) {
+        ssize_t n = write(fd, data, left);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            close(fd);
+            rb_syserr_fail_str(e, path);
+        }
+        data += n;
+        left -= (size_t)n;
+    }
+    if (close(fd) != 0) rb_syserr_fail_str(errno, path);
+    return LONG2NUM(RSTRING_LEN(bytes));
+}
+
+static VALUE
+sampler_write_pprof_m(VALUE self, VALUE dest)
+{
+    if (!RB_TYPE_P(dest, T_STRING) && !rb_respond_to(dest, rb_intern("to_path")) && !rb_respond_to(dest, rb_intern("write")))
+        rb_raise(rb_eArgError, "path_or_io must be a path (String, Pathname) or an IO (got %"PRIsVALUE")", rb_inspect(dest));
+    return write_out(dest, pprof_bytes(), "path_or_io");
+}
+
+/* RUBY_GC_SAMPLING's out=: the profile at exit, %p the pid.  Never raises:
+ * a failure is one warning, and the exit status stays the program's. */
+static VALUE
+write_at_exit_body(VALUE path)
+{
+    return write_out(path, pprof_bytes(), "out");
+}
+
+static void
+write_at_exit(VALUE unused)
+{
+    const struct sampling_params *params = sampler_params();
+    if (!params->out[0]) return;
+    char path[SAMPLING_OUT_MAX + 32];
+    if (!sampling_expand_path(params->out, (long)getpid(), path, sizeof(path))) {
+        fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: out=%s is too long; no profile written\n", params->out);
+        return;
+    }
+    int state = 0;
+    rb_protect(write_at_exit_body, rb_str_new_cstr(path), &state);
+    if (state) {
+        VALUE err = rb_errinfo();
+        rb_set_errinfo(Qnil);
+        VALUE msg = rb_check_funcall(err, rb_intern("message"), 0, 0);
+        fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: could not write the profile to %s: %s\n", path,
+                RB_TYPE_P(msg, T_STRING) ? StringValueCStr(msg) : "error");
+    }
+}
+
 /* ---- boot ---- */
 
 static void
@@ -413,6 +642,7 @@ start_from_environment(void)
         return;
     }
     sampler_start(&params);
+    if (params.out[0]) rb_set_end_proc(write_at_exit, Qnil);
 }
 
 void
@@ -427,6 +657,7 @@ sampling_api_init(void)
     rb_define_singleton_method(mSampler, "stats", sampler_stats_m, 0);
     rb_define_singleton_method(mSampler, "samples", sampler_samples_m, 0);
     rb_define_singleton_method(mSampler, "each_sample", sampler_each_sample_m, 0);
+    rb_define_singleton_method(mSampler, "write_pprof", sampler_write_pprof_m, 1);
 
     cSample = rb_define_class_under(mSampler, "Sample", rb_cObject);
     rb_undef_alloc_func(cSample);

@@ -4,6 +4,10 @@
 # included by sampling.c) plus the allocation sampler in this directory.
 require_relative "../extconf_base"
 
+# pprof profiles are gzip-compressed when zlib is there (readers accept
+# plain protobuf too).
+have_header("zlib.h") && have_library("z", "deflateInit2_")
+
 # --enable-checks (top-level configure) turns on GC_ASSERT and the
 # sampler's own assertions in this library only.
 $defs << "-DRGENGC_CHECK_MODE=1" if ENV["SAMPLING_GC_CHECKS"] == "1"

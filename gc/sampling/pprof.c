@@ -1,0 +1,461 @@
+/* pprof.c: see pprof.h. */
+#include "pprof.h"
+
+/* In the library build mkmf's checks (HAVE_ZLIB_H) land in extconf.h. */
+#ifdef RUBY_EXTCONF_H
+# include RUBY_EXTCONF_H
+#endif
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(HAVE_ZLIB_H) || defined(PPROF_WITH_ZLIB)
+# include <zlib.h>
+# define PPROF_GZIP 1
+#endif
+
+/* ---- a growable byte buffer ---- */
+
+struct buf {
+    uint8_t *data;
+    size_t len, capa;
+    bool failed;
+};
+
+static void
+buf_reserve(struct buf *b, size_t n)
+{
+    if (b->failed || b->len + n <= b->capa) return;
+    size_t capa = b->capa ? b->capa : 4096;
+    while (capa < b->len + n) capa *= 2;
+    uint8_t *data = realloc(b->data, capa);
+    if (!data) {
+        b->failed = true;
+        return;
+    }
+    b->data = data;
+    b->capa = capa;
+}
+
+static void
+buf_put(struct buf *b, const void *bytes, size_t n)
+{
+    buf_reserve(b, n);
+    if (b->failed) return;
+    memcpy(b->data + b->len, bytes, n);
+    b->len += n;
+}
+
+size_t
+pprof_varint_encode(uint64_t v, uint8_t out[10])
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        out[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    out[n++] = (uint8_t)v;
+    return n;
+}
+
+bool
+pprof_varint_decode(const uint8_t *buf, size_t len, size_t *pos, uint64_t *v)
+{
+    uint64_t r = 0;
+    for (int shift = 0; shift < 64 && *pos < len; shift += 7) {
+        uint8_t byte = buf[(*pos)++];
+        r |= (uint64_t)(byte & 0x7f) << shift;
+        if (!(byte & 0x80)) {
+            *v = r;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void
+put_varint(struct buf *b, uint64_t v)
+{
+    uint8_t tmp[10];
+    buf_put(b, tmp, pprof_varint_encode(v, tmp));
+}
+
+static void
+put_key(struct buf *b, uint32_t field, uint32_t wire_type)
+{
+    put_varint(b, (uint64_t)field << 3 | wire_type);
+}
+
+/* field: varint (omitted when 0, the protobuf default) */
+static void
+put_uint_field(struct buf *b, uint32_t field, uint64_t v)
+{
+    if (!v) return;
+    put_key(b, field, 0);
+    put_varint(b, v);
+}
+
+static void
+put_bytes_field(struct buf *b, uint32_t field, const void *bytes, size_t n)
+{
+    put_key(b, field, 2);
+    put_varint(b, n);
+    buf_put(b, bytes, n);
+}
+
+/* packed repeated varints */
+static void
+put_packed(struct buf *b, uint32_t field, const uint64_t *v, size_t n)
+{
+    if (!n) return;
+    uint8_t tmp[10];
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) len += pprof_varint_encode(v[i], tmp);
+    put_key(b, field, 2);
+    put_varint(b, len);
+    for (size_t i = 0; i < n; i++) put_varint(b, v[i]);
+}
+
+/* ---- interning: 64-bit keys to ids, open addressing ---- */
+
+struct map {
+    uint64_t *keys;     /* key + 1; 0: empty */
+    uint64_t *values;
+    size_t capa, size;
+};
+
+static inline size_t
+map_slot(uint64_t key, size_t capa)
+{
+    return (size_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 17) & (capa - 1);
+}
+
+static bool
+map_grow(struct map *m)
+{
+    size_t capa = m->capa ? m->capa * 2 : 1024;
+    uint64_t *keys = calloc(capa, sizeof(*keys)), *values = calloc(capa, sizeof(*values));
+    if (!keys || !values) {
+        free(keys);
+        free(values);
+        return false;
+    }
+    for (size_t i = 0; i < m->capa; i++) {
+        if (!m->keys[i]) continue;
+        size_t j = map_slot(m->keys[i] - 1, capa);
+        while (keys[j]) j = (j + 1) & (capa - 1);
+        keys[j] = m->keys[i];
+        values[j] = m->values[i];
+    }
+    free(m->keys);
+    free(m->values);
+    m->keys = keys;
+    m->values = values;
+    m->capa = capa;
+    return true;
+}
+
+/* The slot of key; *found tells whether it holds key (else it is free). */
+static size_t
+map_find(const struct map *m, uint64_t key, bool (*same)(uint64_t value, void *ctx), void *ctx, bool *found)
+{
+    size_t i = map_slot(key, m->capa);
+    for (;; i = (i + 1) & (m->capa - 1)) {
+        if (!m->keys[i]) {
+            *found = false;
+            return i;
+        }
+        if (m->keys[i] == key + 1 && (!same || same(m->values[i], ctx))) {
+            *found = true;
+            return i;
+        }
+    }
+}
+
+/* ---- the builder ---- */
+
+struct pprof_string {
+    size_t offset, len;     /* in strings.data */
+};
+
+struct pprof {
+    struct buf samples;     /* encoded Sample messages (field 2) */
+    struct buf header;      /* sample types, period, comments */
+    struct buf functions;   /* encoded Function messages (field 5) */
+    struct buf locations;   /* encoded Location messages (field 4) */
+    struct buf strings;     /* string bytes */
+    struct buf string_index;/* struct pprof_string[] */
+    size_t nstrings;
+    struct map string_map, function_map, location_map;
+    uint64_t nfunctions, nlocations;
+    int64_t time_nanos, duration_nanos;
+    bool failed;
+};
+
+struct pprof *
+pprof_new(void)
+{
+    struct pprof *p = calloc(1, sizeof(*p));
+    if (!p) return NULL;
+    pprof_string(p, "", 0);
+    return p;
+}
+
+void
+pprof_free(struct pprof *p)
+{
+    if (!p) return;
+    struct buf *bufs[] = { &p->samples, &p->header, &p->functions, &p->locations, &p->strings, &p->string_index };
+    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) free(bufs[i]->data);
+    struct map *maps[] = { &p->string_map, &p->function_map, &p->location_map };
+    for (size_t i = 0; i < 3; i++) {
+        free(maps[i]->keys);
+        free(maps[i]->values);
+    }
+    free(p);
+}
+
+static uint64_t
+hash_bytes(const char *s, size_t len)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)s[i]) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+struct string_probe {
+    struct pprof *p;
+    const char *s;
+    size_t len;
+};
+
+static bool
+same_string(uint64_t index, void *ctx)
+{
+    struct string_probe *probe = ctx;
+    const struct pprof_string *entry = (const struct pprof_string *)probe->p->string_index.data + index;
+    return entry->len == probe->len && memcmp(probe->p->strings.data + entry->offset, probe->s, probe->len) == 0;
+}
+
+uint64_t
+pprof_string(struct pprof *p, const char *s, size_t len)
+{
+    if ((p->string_map.size + 1) * 2 > p->string_map.capa && !map_grow(&p->string_map)) {
+        p->failed = true;
+        return 0;
+    }
+    uint64_t h = hash_bytes(s, len);
+    struct string_probe probe = { p, s, len };
+    bool found;
+    size_t slot = map_find(&p->string_map, h, same_string, &probe, &found);
+    if (found) return p->string_map.values[slot];
+
+    struct pprof_string entry = { p->strings.len, len };
+    buf_put(&p->strings, s, len);
+    buf_put(&p->string_index, &entry, sizeof(entry));
+    if (p->strings.failed || p->string_index.failed) {
+        p->failed = true;
+        return 0;
+    }
+    uint64_t index = p->nstrings++;
+    p->string_map.keys[slot] = h + 1;
+    p->string_map.values[slot] = index;
+    p->string_map.size++;
+    return index;
+}
+
+uint64_t
+pprof_cstring(struct pprof *p, const char *s)
+{
+    return pprof_string(p, s, strlen(s));
+}
+
+/* Interns an exact 64-bit key in m; *fresh tells whether it is new. */
+static uint64_t
+intern(struct pprof *p, struct map *m, uint64_t key, uint64_t *counter, bool *fresh)
+{
+    *fresh = false;
+    if ((m->size + 1) * 2 > m->capa && !map_grow(m)) {
+        p->failed = true;
+        return 0;
+    }
+    bool found;
+    size_t slot = map_find(m, key, NULL, NULL, &found);
+    if (found) return m->values[slot];
+    m->keys[slot] = key + 1;
+    m->values[slot] = ++*counter;
+    m->size++;
+    *fresh = true;
+    return m->values[slot];
+}
+
+uint64_t
+pprof_function(struct pprof *p, uint64_t name, uint64_t file)
+{
+    bool fresh;
+    uint64_t id = intern(p, &p->function_map, name << 32 ^ file, &p->nfunctions, &fresh);
+    if (fresh) {
+        /* Function: 1 id, 2 name, 3 system_name, 4 filename */
+        struct buf m = { 0 };
+        put_uint_field(&m, 1, id);
+        put_uint_field(&m, 2, name);
+        put_uint_field(&m, 3, name);
+        put_uint_field(&m, 4, file);
+        if (m.failed) p->failed = true;
+        put_bytes_field(&p->functions, 5, m.data, m.len);
+        free(m.data);
+    }
+    return id;
+}
+
+uint64_t
+pprof_location(struct pprof *p, uint64_t function, int64_t line)
+{
+    bool fresh;
+    uint64_t id = intern(p, &p->location_map, function << 32 ^ (uint64_t)(uint32_t)line, &p->nlocations, &fresh);
+    if (fresh) {
+        /* Location: 1 id, 4 line { 1 function_id, 2 line } */
+        struct buf l = { 0 }, m = { 0 };
+        put_uint_field(&l, 1, function);
+        put_uint_field(&l, 2, (uint64_t)line);
+        put_uint_field(&m, 1, id);
+        put_bytes_field(&m, 4, l.data ? l.data : (uint8_t *)"", l.len);
+        if (l.failed || m.failed) p->failed = true;
+        put_bytes_field(&p->locations, 4, m.data, m.len);
+        free(l.data);
+        free(m.data);
+    }
+    return id;
+}
+
+static void
+put_value_type(struct pprof *p, uint32_t field, const char *type, const char *unit)
+{
+    struct buf m = { 0 };
+    put_uint_field(&m, 1, pprof_cstring(p, type));
+    put_uint_field(&m, 2, pprof_cstring(p, unit));
+    if (m.failed) p->failed = true;
+    put_bytes_field(&p->header, field, m.data ? m.data : (uint8_t *)"", m.len);
+    free(m.data);
+}
+
+void
+pprof_sample_type(struct pprof *p, const char *type, const char *unit)
+{
+    put_value_type(p, 1, type, unit);
+}
+
+void
+pprof_period(struct pprof *p, const char *type, const char *unit, int64_t period)
+{
+    put_value_type(p, 11, type, unit);
+    put_uint_field(&p->header, 12, (uint64_t)period);
+}
+
+void
+pprof_comment(struct pprof *p, const char *comment)
+{
+    uint64_t index = pprof_cstring(p, comment);
+    put_key(&p->header, 13, 0);
+    put_varint(&p->header, index);
+}
+
+void
+pprof_time(struct pprof *p, int64_t time_nanos, int64_t duration_nanos)
+{
+    p->time_nanos = time_nanos;
+    p->duration_nanos = duration_nanos;
+}
+
+void
+pprof_sample(struct pprof *p, const uint64_t *locations, size_t nlocations,
+             const int64_t *values, size_t nvalues,
+             const struct pprof_label *labels, size_t nlabels)
+{
+    /* Sample: 1 location_id (packed), 2 value (packed int64), 3 label { 1 key, 2 str } */
+    struct buf m = { 0 };
+    put_packed(&m, 1, locations, nlocations);
+    uint64_t v[8];
+    if (nvalues > 8) nvalues = 8;
+    for (size_t i = 0; i < nvalues; i++) v[i] = (uint64_t)values[i];
+    /* values are always written, zeros included: their count must match the sample types */
+    uint8_t tmp[10];
+    size_t len = 0;
+    for (size_t i = 0; i < nvalues; i++) len += pprof_varint_encode(v[i], tmp);
+    put_key(&m, 2, 2);
+    put_varint(&m, len);
+    for (size_t i = 0; i < nvalues; i++) put_varint(&m, v[i]);
+    for (size_t i = 0; i < nlabels; i++) {
+        struct buf l = { 0 };
+        put_uint_field(&l, 1, labels[i].key);
+        put_uint_field(&l, 2, labels[i].str);
+        put_bytes_field(&m, 3, l.data ? l.data : (uint8_t *)"", l.len);
+        free(l.data);
+    }
+    if (m.failed) p->failed = true;
+    put_bytes_field(&p->samples, 2, m.data, m.len);
+    free(m.data);
+}
+
+#ifdef PPROF_GZIP
+static bool
+gzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen)
+{
+    z_stream z;
+    memset(&z, 0, sizeof(z));
+    /* windowBits 15 + 16: a gzip header and trailer around the deflate stream */
+    if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return false;
+    size_t capa = deflateBound(&z, (uLong)inlen) + 32;
+    uint8_t *buf = malloc(capa);
+    if (!buf) {
+        deflateEnd(&z);
+        return false;
+    }
+    z.next_in = (Bytef *)in;
+    z.avail_in = (uInt)inlen;
+    z.next_out = buf;
+    z.avail_out = (uInt)capa;
+    int rc = deflate(&z, Z_FINISH);
+    deflateEnd(&z);
+    if (rc != Z_STREAM_END) {
+        free(buf);
+        return false;
+    }
+    *out = buf;
+    *outlen = z.total_out;
+    return true;
+}
+#endif
+
+bool
+pprof_finish(struct pprof *p, bool compress, uint8_t **out, size_t *outlen)
+{
+    struct buf all = { 0 };
+    buf_put(&all, p->header.data, p->header.len);
+    buf_put(&all, p->samples.data, p->samples.len);
+    buf_put(&all, p->locations.data, p->locations.len);
+    buf_put(&all, p->functions.data, p->functions.len);
+    const struct pprof_string *strings = (const struct pprof_string *)p->string_index.data;
+    for (size_t i = 0; i < p->nstrings; i++) {
+        put_bytes_field(&all, 6, p->strings.data ? p->strings.data + strings[i].offset : (uint8_t *)"", strings[i].len);
+    }
+    put_uint_field(&all, 9, (uint64_t)p->time_nanos);
+    put_uint_field(&all, 10, (uint64_t)p->duration_nanos);
+    bool failed = p->failed || all.failed || p->samples.failed || p->header.failed ||
+        p->functions.failed || p->locations.failed;
+    if (failed) {
+        free(all.data);
+        return false;
+    }
+#ifdef PPROF_GZIP
+    if (compress) {
+        bool ok = gzip(all.data ? all.data : (uint8_t *)"", all.len, out, outlen);
+        free(all.data);
+        return ok;
+    }
+#endif
+    (void)compress;
+    *out = all.data ? all.data : malloc(1);
+    *outlen = all.len;
+    return *out != NULL;
+}

@@ -1,0 +1,66 @@
+/*
+ * pprof.h: an encoder for pprof profiles (profile.proto, as read by
+ * `go tool pprof`, speedscope and other viewers).
+ *
+ * Model.  A profile is a string table, functions (name + file), locations
+ * (function + line), and samples (location ids innermost first, one value
+ * per sample type, string labels).  This encoder interns strings,
+ * functions and locations as they are named, streams samples into a
+ * buffer, and writes the tables at the end; `pprof_finish` returns the
+ * protobuf bytes, gzip-compressed when zlib is available (pprof readers
+ * accept both).
+ *
+ * Protobuf wire format, the little of it needed: a field is a varint key
+ * (field_number << 3 | wire_type); wire type 0 is a varint, 2 a
+ * length-delimited run (strings, nested messages, packed repeated ints).
+ *
+ * Pure C: malloc only, no Ruby, no locking (one builder per writer).
+ */
+#ifndef SAMPLING_PPROF_H
+#define SAMPLING_PPROF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct pprof;
+
+struct pprof_label {
+    uint64_t key;   /* string index */
+    uint64_t str;   /* string index */
+};
+
+/* NULL without memory. */
+struct pprof *pprof_new(void);
+void pprof_free(struct pprof *p);
+
+/* String table index of s (len bytes; "" is index 0). */
+uint64_t pprof_string(struct pprof *p, const char *s, size_t len);
+uint64_t pprof_cstring(struct pprof *p, const char *s);
+
+/* Function id for (name, file), locations id for (function, line): each
+ * distinct one is stored once.  Ids start at 1. */
+uint64_t pprof_function(struct pprof *p, uint64_t name, uint64_t file);
+uint64_t pprof_location(struct pprof *p, uint64_t function, int64_t line);
+
+/* Profile header: the sample types (in value order), the period type and
+ * period, and a comment. */
+void pprof_sample_type(struct pprof *p, const char *type, const char *unit);
+void pprof_period(struct pprof *p, const char *type, const char *unit, int64_t period);
+void pprof_comment(struct pprof *p, const char *comment);
+void pprof_time(struct pprof *p, int64_t time_nanos, int64_t duration_nanos);
+
+/* One sample: locations innermost first, values in sample-type order. */
+void pprof_sample(struct pprof *p, const uint64_t *locations, size_t nlocations,
+                  const int64_t *values, size_t nvalues,
+                  const struct pprof_label *labels, size_t nlabels);
+
+/* The encoded profile (gzip when compress and zlib allow) in a malloc'd
+ * buffer the caller frees.  False when memory ran out at any point. */
+bool pprof_finish(struct pprof *p, bool compress, uint8_t **out, size_t *outlen);
+
+/* Protobuf primitives, exposed for the unit test's decoder. */
+size_t pprof_varint_encode(uint64_t v, uint8_t out[10]);
+bool pprof_varint_decode(const uint8_t *buf, size_t len, size_t *pos, uint64_t *v);
+
+#endif
