@@ -628,6 +628,33 @@ write_at_exit(VALUE unused)
     }
 }
 
+/* ---- report.rb: collapsed stacks and the text report ---- */
+
+static const char report_rb[] =
+#include "report_rb.inc"
+    ;
+
+/* The first call defines the Ruby methods (report.rb), then re-dispatches
+ * to them; they replace these stubs. */
+static VALUE
+load_report_rb_and_call(int argc, VALUE *argv, VALUE self, const char *name)
+{
+    rb_eval_string(report_rb);
+    return rb_funcallv_kw(self, rb_intern(name), argc, argv, rb_keyword_given_p());
+}
+
+static VALUE
+sampler_write_collapsed_m(int argc, VALUE *argv, VALUE self)
+{
+    return load_report_rb_and_call(argc, argv, self, "write_collapsed");
+}
+
+static VALUE
+sampler_report_m(int argc, VALUE *argv, VALUE self)
+{
+    return load_report_rb_and_call(argc, argv, self, "report");
+}
+
 /* ---- boot ---- */
 
 static void
@@ -658,6 +685,8 @@ sampling_api_init(void)
     rb_define_singleton_method(mSampler, "samples", sampler_samples_m, 0);
     rb_define_singleton_method(mSampler, "each_sample", sampler_each_sample_m, 0);
     rb_define_singleton_method(mSampler, "write_pprof", sampler_write_pprof_m, 1);
+    rb_define_singleton_method(mSampler, "write_collapsed", sampler_write_collapsed_m, -1);
+    rb_define_singleton_method(mSampler, "report", sampler_report_m, -1);
 
     cSample = rb_define_class_under(mSampler, "Sample", rb_cObject);
     rb_undef_alloc_func(cSample);
