@@ -1,0 +1,106 @@
+# runner.rb: runs one workload under one profiler and appends its metrics.
+#
+#   ruby runner.rb WORKLOAD.rb [ARGS...]
+#
+# The GC library is chosen by the caller (RUBY_GC_LIBRARY); the profiler by
+# BENCH_PROFILER:
+#
+#   none                          nothing started
+#   sampler:INTERVAL:MODE[:DEPTH] ObjectSpace::AllocationSampler.start (seed 1)
+#   newobj:INTERVAL:MODE[:DEPTH]  the NEWOBJ-hook peer (benchmark/newobj_sampler)
+#   trace_object_allocations      ObjectSpace.trace_object_allocations_start
+#   memory_profiler               MemoryProfiler.report { workload }
+#
+# The workload is `load`ed inside CallgrindProbe.collect, so under
+# `valgrind --tool=callgrind --collect-atstart=no` only the workload (and
+# the profiler's work while it runs, report included) is counted, not
+# Ruby's boot.  The profiler is started before and stopped after that
+# region.  Metrics (one JSON line) go to the file BENCH_METRICS, if set:
+# region seconds, GC.stat time/count, samples, peak RSS (VmHWM).
+#
+#   BENCH_EXT_DIR      where the extensions were built (build/bench/ext)
+#   BENCH_MEMPROF_LIB  lib dir of the unpacked memory_profiler
+#   BENCH_KEEP_LIVE    keep this many sampled objects alive, then run
+#                      BENCH_GC_LOOPS minor GCs as the region (liveness cost)
+
+ext_dir = ENV.fetch("BENCH_EXT_DIR")
+$LOAD_PATH.unshift(File.join(ext_dir, "callgrind_probe"), File.join(ext_dir, "newobj_sampler"))
+require "callgrind_probe"
+
+kind, *args = ENV.fetch("BENCH_PROFILER", "none").split(":")
+workload = ARGV.shift or abort "usage: runner.rb WORKLOAD.rb [ARGS...]"
+workload = File.expand_path(workload)
+
+samples = -> { nil }
+stop = -> {}
+wrap = ->(&blk) { blk.call }
+
+case kind
+when "none"
+when "sampler"
+  sampler = ObjectSpace::AllocationSampler
+  opts = { interval: Integer(args[0]), mode: args[1].to_sym, seed: 1 }
+  opts[:depth] = Integer(args[2]) if args[2]
+  opts[:max_samples] = Integer(ENV["BENCH_MAX_SAMPLES"]) if ENV["BENCH_MAX_SAMPLES"]
+  start = -> { sampler.start(**opts) }
+  stop = -> { sampler.stop }
+  samples = -> { sampler.stats[:samples] }
+when "newobj"
+  require "newobj_sampler"
+  opts = { interval: Integer(args[0]), mode: args[1].to_sym, seed: 1 }
+  opts[:depth] = Integer(args[2]) if args[2]
+  start = -> { NewobjSampler.start(**opts) }
+  stop = -> { NewobjSampler.stop }
+  samples = -> { NewobjSampler.stats[:samples] }
+when "trace_object_allocations"
+  require "objspace"
+  start = -> { ObjectSpace.trace_object_allocations_start }
+  stop = -> { ObjectSpace.trace_object_allocations_stop }
+when "memory_profiler"
+  $LOAD_PATH.unshift(ENV.fetch("BENCH_MEMPROF_LIB"))
+  require "memory_profiler"
+  report = nil
+  wrap = ->(&blk) { report = MemoryProfiler.report(&blk) }
+  samples = -> { report.total_allocated }
+else
+  abort "runner.rb: unknown BENCH_PROFILER #{kind.inspect}"
+end
+
+if (keep = ENV["BENCH_KEEP_LIVE"])
+  # Liveness cost: hold `keep` objects alive (sampled ones when the sampler
+  # runs), then count only the minor GCs.
+  start&.call
+  $kept = Array.new(Integer(keep)) { Object.new }
+  stop.call
+  GC.start
+  loops = Integer(ENV.fetch("BENCH_GC_LOOPS", "20"))
+  t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  CallgrindProbe.collect { loops.times { GC.start(full_mark: false) } }
+  t1 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+else
+  ARGV.replace(ARGV)
+  start&.call if defined?(start)
+  t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  CallgrindProbe.collect { wrap.call { load workload } }
+  t1 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  stop.call
+end
+
+if (path = ENV["BENCH_METRICS"])
+  hwm = File.read("/proc/self/status")[/VmHWM:\s*(\d+)/, 1].to_i
+  n = samples.call
+  stat = GC.stat
+  line = {
+    seconds: t1 - t0, gc_time_ms: stat[:time], gc_count: stat[:count],
+    minor_gc: stat[:minor_gc_count], major_gc: stat[:major_gc_count],
+    samples: n, samples_per_s: n && n / (t1 - t0), maxrss_kb: hwm,
+    allocated_objects: stat[:total_allocated_objects],
+  }
+  if kind == "sampler"
+    st = ObjectSpace::AllocationSampler.stats
+    line[:sampler_live] = st[:live]; line[:sampler_dropped] = st[:dropped]
+    line[:sampler_allocated_bytes] = st[:allocated_bytes]
+  end
+  require "json"
+  File.open(path, "a") { |f| f.puts(JSON.generate(line)) }
+end

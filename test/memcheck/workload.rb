@@ -1,0 +1,12 @@
+# The memcheck workload: every part of the sampler, small enough for
+# valgrind (about 30 s): sampling at a small interval, minor and major GCs,
+# compaction, reading every sample, all three writers, clear and stop.
+S = ObjectSpace::AllocationSampler
+S.start(interval: 256, mode: :fixed, max_samples: 2000)
+keep = []
+20_000.times { |i| keep << ("x" * (i % 300)) if i % 7 == 0; [i] * (i % 20); { i => i } }
+GC.start(full_mark: false); GC.start; GC.compact
+S.samples.each { |s| s.frames; s.object; s.memsize }
+S.write_pprof(File::NULL); S.write_collapsed(File::NULL); S.report(File.open(File::NULL, "w"))
+S.clear; S.stop
+p keep.size
