@@ -283,9 +283,12 @@ cache_rejoin_i(void *c, void *data)
     }
 }
 
+/* Every counter in stats counts "since start or clear". */
 static void
 counters_reset(rb_objspace_t *objspace)
 {
+    sampler.records.dropped = 0;
+    sampler.records.evicted = 0;
     for (size_t i = 0; i < HEAP_COUNT; i++) {
         sampler.base_allocated[i] = heaps[i].total_allocated_objects;
         sampler.allocated_at_marks[i] = heaps[i].total_allocated_objects;

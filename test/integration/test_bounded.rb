@@ -29,6 +29,20 @@ class TestBounded < Minitest::Test
     assert_equal st[:samples], Sampler.samples.size + st[:dropped] + st[:evicted]
   end
 
+  def test_counters_count_since_start
+    Sampler.start(interval: 1, mode: :fixed, max_samples: 10)
+    $keep = Array.new(100) { Object.new }
+    assert_operator Sampler.stats[:dropped], :>, 0
+    Sampler.start(interval: 1, mode: :fixed, max_samples: 10)
+    st = Sampler.stats
+    # (the first call of a method at a call site allocates a call cache,
+    # an internal object that interval 1 samples too)
+    assert_operator st[:dropped], :<, 5, "dropped counts since start, not since clear"
+    assert_equal st[:dropped], st[:samples]
+  ensure
+    $keep = nil
+  end
+
   def test_clear_drops_everything
     Sampler.start(interval: 1, mode: :fixed, max_samples: 50)
     Array.new(100) { Object.new }
