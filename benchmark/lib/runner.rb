@@ -78,7 +78,6 @@ if (keep = ENV["BENCH_KEEP_LIVE"])
   CallgrindProbe.collect { loops.times { GC.start(full_mark: false) } }
   t1 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 else
-  ARGV.replace(ARGV)
   start&.call if defined?(start)
   t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
   CallgrindProbe.collect { wrap.call { load workload } }
@@ -100,6 +99,8 @@ if (path = ENV["BENCH_METRICS"])
     st = ObjectSpace::AllocationSampler.stats
     line[:sampler_live] = st[:live]; line[:sampler_dropped] = st[:dropped]
     line[:sampler_allocated_bytes] = st[:allocated_bytes]
+    # the stack depth the samples saw (the deepest of the last few)
+    line[:frames] = ObjectSpace::AllocationSampler.samples.last(100).map { |x| x.frames.size }.max
   end
   require "json"
   File.open(path, "a") { |f| f.puts(JSON.generate(line)) }
