@@ -52,4 +52,36 @@ class TestBounded < Minitest::Test
     assert_equal 0, st[:live] if Sampler.samples.empty?
     assert st[:enabled]
   end
+
+  # A long run with many distinct stacks (a fresh method per round) and a
+  # small max_samples: evicted records free their stacks, RSS stays flat.
+  def test_rss_stays_flat
+    out, err, status = run_ruby(<<~RUBY)
+      S = ObjectSpace::AllocationSampler
+      S.start(interval: 256, mode: :fixed, max_samples: 1000)
+      def rss = File.read("/proc/self/status")[/VmRSS:\s+(\d+)/, 1].to_i
+      round = lambda do |i|
+        m = :"site_\#{i}"
+        Object.define_method(m) { Array.new(200) { "x" * 20 } }
+        send(m)
+        Object.send(:remove_method, m)
+      end
+      2_000.times { |i| round.(i) }
+      GC.start
+      warm = rss
+      20_000.times { |i| round.(i + 2_000) }
+      GC.start
+      S.stop
+      st = S.stats
+      n = S.samples.size
+      p [rss - warm, st[:samples] == n + st[:dropped] + st[:evicted], st[:evicted] > 10_000, n <= 1000]
+    RUBY
+    assert status.success?, err
+    growth_kb, conserved, evicted, bounded = eval(out)
+    assert_operator growth_kb, :<, 8_000, "RSS grew #{growth_kb} KiB over 20,000 rounds"
+    assert conserved, "every sample is recorded, dropped or evicted: the counts tell the truth"
+    assert evicted
+    assert bounded
+  end
 end
+
