@@ -485,6 +485,7 @@ pprof_build_body(VALUE arg)
     pprof_sample_type(p, "inuse_objects", "count");
     pprof_sample_type(p, "inuse_space", "bytes");
     pprof_period(p, "space", "bytes", (int64_t)params->interval);
+    pprof_default_sample_type(p, "alloc_space");
     char comment[128];
     snprintf(comment, sizeof(comment), "sampling GC: mode=%s interval=%llu depth=%u",
              params->mode == SAMPLING_MODE_FIXED ? "fixed" : "poisson",

@@ -361,6 +361,12 @@ pprof_comment(struct pprof *p, const char *comment)
 }
 
 void
+pprof_default_sample_type(struct pprof *p, const char *type)
+{
+    put_uint_field(&p->header, 14, pprof_cstring(p, type));
+}
+
+void
 pprof_time(struct pprof *p, int64_t time_nanos, int64_t duration_nanos)
 {
     p->time_nanos = time_nanos;

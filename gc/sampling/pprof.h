@@ -48,6 +48,8 @@ uint64_t pprof_location(struct pprof *p, uint64_t function, int64_t line);
 void pprof_sample_type(struct pprof *p, const char *type, const char *unit);
 void pprof_period(struct pprof *p, const char *type, const char *unit, int64_t period);
 void pprof_comment(struct pprof *p, const char *comment);
+/* The sample type viewers show first (by its type name). */
+void pprof_default_sample_type(struct pprof *p, const char *type);
 void pprof_time(struct pprof *p, int64_t time_nanos, int64_t duration_nanos);
 
 /* One sample: locations innermost first, values in sample-type order. */

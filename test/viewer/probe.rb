@@ -15,7 +15,7 @@ class ViewerProbe
 end
 
 sampler = ObjectSpace::AllocationSampler
-sampler.start(interval: 4096)
+sampler.start(interval: 4096, seed: 1)
 keep = []
 3.times do
   keep << ViewerProbe.new.make_strings(40_000)
