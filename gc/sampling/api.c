@@ -158,7 +158,7 @@ struct sample_view {
     VALUE klass;            /* Qnil for hidden / internal */
     VALUE frames;           /* frozen Array of frozen [path, lineno, label] */
     double weight;
-    size_t allocated_gc, freed_gc, age;
+    size_t allocated_gc, freed_gc;
     uint32_t size;
     uint16_t type;
     uint8_t imemo_type;
@@ -220,30 +220,65 @@ sample_refresh(struct sample_view *v)
     }
     v->live = rec->live_pos != SAMPLING_NONE;
     v->freed_gc = rec->freed_gc;
-    v->age = rec->age;
     v->old = rec->old;
 }
 
-static VALUE
-frame_array(const struct sampling_frame *f)
+/* The locations a stack shows (a malloc'd array; *n of them). */
+static struct sampling_location *
+stack_resolve(const struct sampling_stack *s, uint32_t *n)
 {
-    VALUE path = sampling_frame_path(f);
-    if (!NIL_P(path)) path = rb_str_new_frozen(path);
-    VALUE label = sampling_frame_label(f);
-    return rb_ary_freeze(rb_ary_new_from_args(3, path, INT2NUM(sampling_frame_lineno(f)), rb_str_freeze(label)));
+    struct sampling_location *locs = malloc((s->nframes ? s->nframes : 1) * sizeof(*locs));
+    if (!locs) rb_memerror();
+    *n = sampling_frames_resolve(s->frames, s->nframes, locs);
+    return locs;
 }
 
 static VALUE
+location_array(const struct sampling_location *loc)
+{
+    VALUE path = sampling_location_path(loc);
+    if (!NIL_P(path)) path = rb_str_new_frozen(path);
+    VALUE label = sampling_location_label(loc);
+    return rb_ary_freeze(rb_ary_new_from_args(3, path, INT2NUM(sampling_location_lineno(loc)), rb_str_freeze(label)));
+}
+
+static VALUE
+boot_frames(void)
+{
+    /* taken before the VM could show a stack (RUBY_GC_SAMPLING at boot) */
+    VALUE boot = rb_str_freeze(rb_str_new_cstr("<boot>"));
+    return rb_ary_freeze(rb_ary_new_from_args(1, rb_ary_freeze(rb_ary_new_from_args(3, boot, INT2FIX(0), boot))));
+}
+
+struct stack_frames_arg {
+    struct sampling_location *locs;
+    uint32_t n;
+};
+
+static VALUE
+stack_frames_body(VALUE arg)
+{
+    struct stack_frames_arg *a = (struct stack_frames_arg *)arg;
+    VALUE frames = rb_ary_new_capa(a->n);
+    for (uint32_t i = 0; i < a->n; i++) rb_ary_push(frames, location_array(&a->locs[i]));
+    return rb_ary_freeze(frames);
+}
+
+static VALUE
+free_locations(VALUE arg)
+{
+    free(((struct stack_frames_arg *)arg)->locs);
+    return Qnil;
+}
+
+/* frames as Sample#frames gives them: a frozen Array of frozen [path, lineno, label] */
+static VALUE
 stack_frames(const struct sampling_stack *s)
 {
-    if (s->nframes == 0) {
-        /* taken before the VM could show a stack (RUBY_GC_SAMPLING at boot) */
-        VALUE boot = rb_str_freeze(rb_str_new_cstr("<boot>"));
-        return rb_ary_freeze(rb_ary_new_from_args(1, rb_ary_freeze(rb_ary_new_from_args(3, boot, INT2FIX(0), boot))));
-    }
-    VALUE frames = rb_ary_new_capa(s->nframes);
-    for (uint32_t i = 0; i < s->nframes; i++) rb_ary_push(frames, frame_array(&s->frames[i]));
-    return rb_ary_freeze(frames);
+    if (s->nframes == 0) return boot_frames();
+    struct stack_frames_arg a;
+    a.locs = stack_resolve(s, &a.n);
+    return rb_ensure(stack_frames_body, (VALUE)&a, free_locations, (VALUE)&a);
 }
 
 /* A snapshot of every record taken before the call, as Sample objects. */
@@ -374,7 +409,10 @@ sample_age_m(VALUE self)
 {
     struct sample_view *v = sample_get(self);
     sample_refresh(v);
-    return SIZET2NUM(v->age);
+    /* as sampling_record_age: every collection since allocation while it
+     * lives, those before the one that found it dead otherwise */
+    size_t last = v->live ? rb_gc_count() : (v->freed_gc ? v->freed_gc - 1 : v->allocated_gc);
+    return SIZET2NUM(last > v->allocated_gc ? last - v->allocated_gc : 0);
 }
 
 static VALUE
@@ -430,25 +468,33 @@ rstring_index(struct pprof *p, VALUE str)
     return pprof_string(p, RSTRING_PTR(str), (size_t)RSTRING_LEN(str));
 }
 
-/* Location ids of a stack, innermost first (a malloc'd array of n). */
+/* Location ids of a stack, innermost first (a malloc'd array of *n). */
 static uint64_t *
 stack_locations(struct pprof *p, const struct sampling_stack *s, uint32_t *n)
 {
-    uint32_t count = s->nframes ? s->nframes : 1;
-    uint64_t *ids = malloc(count * sizeof(*ids));
+    uint64_t *ids = malloc((s->nframes ? s->nframes : 1) * sizeof(*ids));
     if (!ids) rb_memerror();
     if (!s->nframes) {
         uint64_t boot = pprof_cstring(p, "<boot>");
         ids[0] = pprof_location(p, pprof_function(p, boot, boot), 0);
+        *n = 1;
+        return ids;
     }
-    for (uint32_t i = 0; i < s->nframes; i++) {
-        const struct sampling_frame *f = &s->frames[i];
-        VALUE label = sampling_frame_label(f), path = sampling_frame_path(f);
+    struct sampling_location *locs = malloc(s->nframes * sizeof(*locs));
+    if (!locs) {
+        free(ids);
+        rb_memerror();
+    }
+    uint32_t count = sampling_frames_resolve(s->frames, s->nframes, locs);
+    for (uint32_t i = 0; i < count; i++) {
+        /* (no Ruby exception can escape here: these allocate strings only) */
+        VALUE label = sampling_location_label(&locs[i]), path = sampling_location_path(&locs[i]);
         uint64_t function = pprof_function(p, rstring_index(p, label), rstring_index(p, path));
-        ids[i] = pprof_location(p, function, sampling_frame_lineno(f));
+        ids[i] = pprof_location(p, function, sampling_location_lineno(&locs[i]));
         RB_GC_GUARD(label);
         RB_GC_GUARD(path);
     }
+    free(locs);
     *n = count;
     return ids;
 }

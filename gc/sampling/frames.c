@@ -7,31 +7,32 @@
 
 /* As rb_vm_frame_method_entry (vm_insnhelper.c, not exported): the method
  * entry stored in the frame's environment, following block environments
- * out to their method's. */
-static const rb_callable_method_entry_t *
-env_method_entry(VALUE v, bool can_be_svar)
+ * out to their method's.  The slot holds false or an imemo (cref, method
+ * entry or svar); one load of its flags tells which. */
+#define IMEMO_KIND_MASK (RUBY_T_MASK | ((VALUE)0x0f << RUBY_FL_USHIFT))   /* IMEMO_MASK, internal/imemo.h */
+#define IMEMO_KIND(kind) (RUBY_T_IMEMO | ((VALUE)(kind) << RUBY_FL_USHIFT))
+
+static inline bool
+imemo_kind_p(VALUE v, enum imemo_type kind)
 {
-    if (!v || RB_SPECIAL_CONST_P(v) || !RB_TYPE_P(v, T_IMEMO)) return NULL;
-    switch (imemo_type(v)) {
-      case imemo_ment:
-        return (const rb_callable_method_entry_t *)v;
-      case imemo_svar:
-        return can_be_svar ? env_method_entry(((struct vm_svar *)v)->cref_or_me, false) : NULL;
-      default:
-        return NULL;
-    }
+    return !RB_SPECIAL_CONST_P(v) && (RBASIC(v)->flags & IMEMO_KIND_MASK) == IMEMO_KIND(kind);
 }
 
-static const rb_callable_method_entry_t *
-frame_method_entry(const rb_control_frame_t *cfp)
+static inline uintptr_t
+frame_method_entry(const VALUE *ep)
 {
-    const VALUE *ep = cfp->ep;
-    const rb_callable_method_entry_t *me;
-    while (!VM_ENV_LOCAL_P(ep)) {
-        if ((me = env_method_entry(ep[VM_ENV_DATA_INDEX_ME_CREF], false)) != NULL) return me;
+    for (;;) {
+        VALUE v = ep[VM_ENV_DATA_INDEX_ME_CREF];
+        if (imemo_kind_p(v, imemo_ment)) return v;
+        if (VM_ENV_LOCAL_P(ep)) {
+            if (imemo_kind_p(v, imemo_svar)) {
+                v = ((struct vm_svar *)v)->cref_or_me;
+                if (imemo_kind_p(v, imemo_ment)) return v;
+            }
+            return 0;
+        }
         ep = VM_ENV_PREV_EP(ep);
     }
-    return env_method_entry(ep[VM_ENV_DATA_INDEX_ME_CREF], true);
 }
 
 static inline bool
@@ -67,75 +68,95 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *trunca
     const rb_control_frame_t *cfp = ec->cfp;
     /* the two dummy top frames are not shown */
     const rb_control_frame_t *end_cfp = RUBY_VM_NEXT_CONTROL_FRAME(RUBY_VM_END_CONTROL_FRAME(ec));
-    uint32_t n = 0, pending_cfuncs = 0;
-    bool skip_next = false;
+    uint32_t n = 0;
 
     for (; cfp != end_cfp; cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp)) {
         const rb_iseq_t *iseq = cfp->iseq;
-        if (iseq) {
-            if (!cfp->pc) continue;
-            bool skip = skip_next;
-            skip_next = rescue_or_ensure_p(iseq);
-            if (skip) continue;
-            bool c_trace = iseq_c_trace_p(iseq);
-            if (!c_trace && pending_cfuncs) {
-                /* C frames report the file and line of their Ruby caller */
-                uint32_t pc = (uint32_t)(cfp->pc - ISEQ_BODY(iseq)->iseq_encoded);
-                for (uint32_t i = n - pending_cfuncs; i < n; i++) {
-                    buf[i].iseq = (uintptr_t)iseq;
-                    buf[i].pc = pc;
-                }
-                pending_cfuncs = 0;
-            }
-            if (n == depth) {
-                *truncated = true;
+        const VALUE *pc = cfp->pc;
+        if (iseq && !pc) continue;  /* dummy and IFUNC frames: not shown */
+        if (n == depth) {
+            *truncated = true;
+            break;
+        }
+        buf[n].iseq = (uintptr_t)iseq;
+        buf[n].pc = (uintptr_t)pc;
+        buf[n].cme = frame_method_entry(cfp->ep);
+        n++;
+    }
+
+    /* Cut after C frames: keep the Ruby frame that called them, for their
+     * file and line. */
+    if (*truncated && (!buf[n - 1].iseq || iseq_c_trace_p((const rb_iseq_t *)buf[n - 1].iseq))) {
+        for (; cfp != end_cfp; cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp)) {
+            if (cfp->iseq && cfp->pc && !iseq_c_trace_p(cfp->iseq)) {
+                buf[n].iseq = (uintptr_t)cfp->iseq;
+                buf[n].pc = (uintptr_t)cfp->pc | SAMPLING_FRAME_LOCATION_ONLY;
+                buf[n].cme = 0;
+                n++;
                 break;
             }
-            struct sampling_frame *f = &buf[n++];
-            f->cme = (uintptr_t)frame_method_entry(cfp);
-            if (c_trace) {
-                f->iseq = 0;
-                f->pc = 0;
-                f->cfunc = 1;
-                pending_cfuncs++;
-            }
-            else {
-                f->iseq = (uintptr_t)iseq;
-                f->pc = (uint32_t)(cfp->pc - ISEQ_BODY(iseq)->iseq_encoded);
-                f->cfunc = 0;
-            }
-        }
-        else {
-            if (n == depth) {
-                *truncated = true;
-                if (!pending_cfuncs) break;
-                continue; /* keep looking for the Ruby caller of the last C frames */
-            }
-            struct sampling_frame *f = &buf[n++];
-            f->cme = (uintptr_t)frame_method_entry(cfp);
-            f->iseq = 0;
-            f->pc = 0;
-            f->cfunc = 1;
-            pending_cfuncs++;
         }
     }
     return n;
 }
 
-VALUE
-sampling_frame_path(const struct sampling_frame *frame)
+static uint32_t
+pc_offset(const rb_iseq_t *iseq, uintptr_t pc)
 {
-    if (!frame->iseq) return Qnil;
-    return rb_iseq_path((const rb_iseq_t *)frame->iseq);
+    const VALUE *start = ISEQ_BODY(iseq)->iseq_encoded;
+    ptrdiff_t offset = (const VALUE *)(pc & ~SAMPLING_FRAME_LOCATION_ONLY) - start;
+    if (offset < 0 || (size_t)offset > ISEQ_BODY(iseq)->iseq_size) return 0;
+    return (uint32_t)offset;
+}
+
+uint32_t
+sampling_frames_resolve(const struct sampling_frame *frames, uint32_t n, struct sampling_location *out)
+{
+    uint32_t m = 0, pending_cfuncs = 0;
+    bool skip_next = false;
+
+    for (uint32_t i = 0; i < n; i++) {
+        const struct sampling_frame *f = &frames[i];
+        const rb_iseq_t *iseq = (const rb_iseq_t *)f->iseq;
+        if (iseq && !(f->pc & SAMPLING_FRAME_LOCATION_ONLY)) {
+            bool skip = skip_next;
+            skip_next = rescue_or_ensure_p(iseq);
+            if (skip) continue;
+        }
+        if (iseq && !iseq_c_trace_p(iseq)) {
+            /* a Ruby frame: C frames before it report its file and line */
+            uint32_t pc = pc_offset(iseq, f->pc);
+            for (uint32_t j = m - pending_cfuncs; j < m; j++) {
+                out[j].iseq = (uintptr_t)iseq;
+                out[j].pc = pc;
+            }
+            pending_cfuncs = 0;
+            if (f->pc & SAMPLING_FRAME_LOCATION_ONLY) break;
+            out[m++] = (struct sampling_location){ (uintptr_t)iseq, f->cme, pc, false };
+        }
+        else {
+            /* a C method, or a Ruby method that reports like one */
+            out[m++] = (struct sampling_location){ 0, f->cme, 0, true };
+            pending_cfuncs++;
+        }
+    }
+    return m;
+}
+
+VALUE
+sampling_location_path(const struct sampling_location *loc)
+{
+    if (!loc->iseq) return Qnil;
+    return rb_iseq_path((const rb_iseq_t *)loc->iseq);
 }
 
 int
-sampling_frame_lineno(const struct sampling_frame *frame)
+sampling_location_lineno(const struct sampling_location *loc)
 {
-    if (!frame->iseq) return 0;
-    const rb_iseq_t *iseq = (const rb_iseq_t *)frame->iseq;
+    if (!loc->iseq) return 0;
+    const rb_iseq_t *iseq = (const rb_iseq_t *)loc->iseq;
     /* pc points after the instruction being executed (calc_pos in vm_backtrace.c) */
-    size_t pos = frame->pc ? frame->pc - 1 : 0;
+    size_t pos = loc->pc ? loc->pc - 1 : 0;
     return (int)rb_iseq_line_no(iseq, pos);
 }
 
@@ -207,12 +228,12 @@ iseq_label(VALUE owner, const rb_iseq_t *iseq)
 }
 
 VALUE
-sampling_frame_label(const struct sampling_frame *frame)
+sampling_location_label(const struct sampling_location *loc)
 {
-    const rb_callable_method_entry_t *cme = (const rb_callable_method_entry_t *)frame->cme;
-    if (frame->cfunc) {
+    const rb_callable_method_entry_t *cme = (const rb_callable_method_entry_t *)loc->cme;
+    if (loc->cfunc) {
         if (!cme) return rb_str_new_cstr("<cfunc>");
         return method_label(cme->owner, rb_id2str(cme->def->original_id));
     }
-    return iseq_label(cme ? cme->owner : Qnil, (const rb_iseq_t *)frame->iseq);
+    return iseq_label(cme ? cme->owner : Qnil, (const rb_iseq_t *)loc->iseq);
 }

@@ -1,15 +1,15 @@
 /*
  * frames.h: the stack of the allocating thread, as caller_locations shows it.
  *
- * Capture walks the current thread's control frames (vm_core.h) and keeps,
- * per frame, only what identifies it: the iseq and pc offset, the method
- * entry, and whether it is a C method.  No line number is computed and no
- * string is made: that would cost ~90 instructions a frame and allocate.
- * Reading (sampling_frame_path/lineno/label) turns a frame into what
- * Thread::Backtrace::Location gives for it, with the same rules as
- * rb_ec_partial_backtrace_object in vm_backtrace.c:
+ * Two halves.  Capture (on the sampling path) walks the current thread's
+ * control frames (vm_core.h) and keeps, per frame, three words: the iseq,
+ * the pc pointer and the method entry.  It reads nothing else: no line
+ * number, no iseq body, no label, no allocation (~20 instructions a frame).
+ * Resolution (when samples are read) applies the rules of
+ * rb_ec_partial_backtrace_object (vm_backtrace.c) to those raw frames and
+ * gives what Thread::Backtrace::Location gives:
  *
- *   - Ruby frames without a pc (dummy and IFUNC frames) are skipped;
+ *   - Ruby frames without a pc (dummy and IFUNC frames) are not captured;
  *   - a frame right after a rescue/ensure frame is skipped;
  *   - C methods, and Ruby methods marked `Primitive.attr! :c_trace`
  *     (Integer#times, Array#each, Kernel#loop in 3.4), are labelled as C
@@ -17,13 +17,13 @@
  *   - labels: "Foo#bar", "Foo.bar", "block in Foo#bar",
  *     "block (2 levels) in Foo#bar", "<main>", "<class:Foo>".
  *
- * rb_profile_frames is not used: in 3.4.5 it labels blocks with their
- * method's name and lists C-level blocks (IFUNC) that caller_locations
- * does not show.
+ * `depth` bounds the captured frames; frames skipped by the rescue rule
+ * count against it.  rb_profile_frames is not used: in 3.4.5 it labels
+ * blocks with their method's name and lists C-level blocks (IFUNC) that
+ * caller_locations does not show.
  *
- * Capture may run inside the allocator (VM lock held): it allocates
- * nothing and cannot start a GC.  Reading allocates Ruby strings: never
- * call it during GC.
+ * Capture runs inside the allocator (VM lock held).  Resolution and the
+ * readers allocate Ruby strings: never call them during GC.
  */
 #ifndef SAMPLING_FRAMES_H
 #define SAMPLING_FRAMES_H
@@ -34,18 +34,31 @@
 #include "ruby/ruby.h"
 #include "records.h"
 
-/* Fills buf with up to depth frames of the current thread, innermost first;
+/* Fills buf with up to depth frames of the current thread, innermost first
+ * (buf holds depth + 1: a location-only frame may follow a cut stack);
  * *truncated tells whether frames were left out.  Returns the count (0
  * when the VM cannot show a stack yet, e.g. during boot). */
 uint32_t sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *truncated);
 
-/* The file (String) of a frame, or nil for a C method no Ruby code called. */
-VALUE sampling_frame_path(const struct sampling_frame *frame);
+/* A frame as caller_locations shows it. */
+struct sampling_location {
+    uintptr_t iseq;         /* where: the frame's iseq, or its Ruby caller's for a C method (0: none) */
+    uintptr_t cme;          /* the method entry (label of a C method, owner of a Ruby one) */
+    uint32_t pc;            /* instruction offset into iseq */
+    bool cfunc;             /* labelled as a C method */
+};
+
+/* Applies the caller_locations rules to n captured frames; out holds n.
+ * Returns the number of locations. */
+uint32_t sampling_frames_resolve(const struct sampling_frame *frames, uint32_t n, struct sampling_location *out);
+
+/* The file (String) of a location, or nil for a C method no Ruby code called. */
+VALUE sampling_location_path(const struct sampling_location *loc);
 
 /* The line (>= 0). */
-int sampling_frame_lineno(const struct sampling_frame *frame);
+int sampling_location_lineno(const struct sampling_location *loc);
 
 /* The label (String), as Thread::Backtrace::Location#label gives it. */
-VALUE sampling_frame_label(const struct sampling_frame *frame);
+VALUE sampling_location_label(const struct sampling_location *loc);
 
 #endif

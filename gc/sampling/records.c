@@ -6,18 +6,25 @@
 
 /* ---- stacks ---- */
 
+/* The hash mixes the depth and at most the 16 innermost and 16 outermost
+ * frames: cheap on the sampling path however deep the stack, and stacks
+ * that differ only in the middle are told apart by the full comparison
+ * that every hit makes anyway. */
+static inline uint64_t
+frame_mix(uint64_t h, const struct sampling_frame *f)
+{
+    h = (h ^ f->iseq) * UINT64_C(0x100000001b3);
+    h = (h ^ f->cme) * UINT64_C(0x100000001b3);
+    return (h ^ f->pc) * UINT64_C(0x100000001b3);
+}
+
 static uint64_t
 stack_hash(const struct sampling_frame *frames, uint32_t nframes, bool truncated)
 {
-    /* FNV-style mix over the words of each frame: cheap on the sampling
-     * path (a few instructions per frame) and good enough for a table
-     * that compares frames on every hit anyway. */
     uint64_t h = UINT64_C(0xcbf29ce484222325) ^ nframes ^ ((uint64_t)truncated << 63);
-    for (uint32_t i = 0; i < nframes; i++) {
-        h = (h ^ frames[i].iseq) * UINT64_C(0x100000001b3);
-        h = (h ^ frames[i].cme) * UINT64_C(0x100000001b3);
-        h = (h ^ ((uint64_t)frames[i].pc << 1 | frames[i].cfunc)) * UINT64_C(0x100000001b3);
-    }
+    uint32_t head = nframes < 16 ? nframes : 16;
+    for (uint32_t i = 0; i < head; i++) h = frame_mix(h, &frames[i]);
+    for (uint32_t i = nframes > 32 ? nframes - 16 : head; i < nframes; i++) h = frame_mix(h, &frames[i]);
     return h ^ (h >> 29);
 }
 
@@ -242,7 +249,6 @@ sampling_records_add(struct sampling_records *r, const struct sampling_sample_in
     rec->weight = in->weight;
     rec->allocated_gc = in->gc_count;
     rec->freed_gc = 0;
-    rec->age = 0;
     rec->size = in->size;
     rec->type = in->type;
     rec->imemo_type = in->imemo_type;
@@ -268,31 +274,57 @@ sampling_records_add(struct sampling_records *r, const struct sampling_sample_in
     return SAMPLING_NONE;
 }
 
+/* Moves live[from] to live[to], keeping its record's live_pos true. */
+static inline void
+live_move(struct sampling_records *r, size_t from, size_t to)
+{
+    r->live[to] = r->live[from];
+    r->items[r->live[to].record].live_pos = (uint32_t)to;
+}
+
 void
 sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn *liveness,
-                                void *data, size_t gc_count)
+                                void *data, size_t gc_count, bool major)
 {
-    size_t i = 0;
+    size_t i = major ? 0 : r->nold;
     while (i < r->nlive) {
-        struct sampling_live *l = &r->live[i];
-        struct sampling_record *rec = &r->items[l->record];
-        int state = liveness(l->obj, data);
+        struct sampling_live l = r->live[i];
+        int state = liveness(l.obj, data);
+        if (state == 2 && i >= r->nold) {
+            /* promoted: swap into the old part (the young entry it
+             * displaces was checked already) */
+            r->items[l.record].old = 1;
+            live_move(r, r->nold, i);
+            r->live[r->nold] = l;
+            r->items[l.record].live_pos = (uint32_t)r->nold;
+            r->nold++;
+            i++;
+            continue;
+        }
         if (state) {
-            rec->age++;
-            if (state == 2) rec->old = 1;
             i++;
             continue;
         }
         /* Dead: drop the reference now, before the sweep reuses the slot. */
+        struct sampling_record *rec = &r->items[l.record];
         rec->freed_gc = gc_count;
         rec->live_pos = SAMPLING_NONE;
-        if (!dead_push(r, l->record)) {
+        if (!dead_push(r, l.record)) {
             /* No memory to queue it: forget the record instead. */
-            release_slot(r, l->record);
+            release_slot(r, l.record);
         }
-        /* swap-remove */
-        *l = r->live[--r->nlive];
-        if (i < r->nlive) r->items[l->record].live_pos = (uint32_t)i;
+        /* Fill the hole with an entry not yet checked, keeping the old
+         * part contiguous: the last old entry fills an old hole, the last
+         * entry fills the old part's new end. */
+        if (i < r->nold) {
+            r->nold--;
+            if (i < r->nold) live_move(r, r->nold, i);
+            if (r->nold < r->nlive - 1) live_move(r, r->nlive - 1, r->nold);
+        }
+        else if (i < r->nlive - 1) {
+            live_move(r, r->nlive - 1, i);
+        }
+        r->nlive--;
     }
 }
 
@@ -385,6 +417,10 @@ sampling_records_verify(const struct sampling_records *r)
     }
     if (used + r->nfree != r->used) return "used + free != high water";
     if (used - dead != r->nlive) return "live records != live[]";
+    if (r->nold > r->nlive) return "more old than live";
+    for (size_t i = 0; i < r->nlive; i++) {
+        if ((i < r->nold) != (r->items[r->live[i].record].old != 0)) return "live[] is not old-first";
+    }
     if (dead != r->ndead) return "dead records != dead queue";
     for (size_t i = 0; i < r->ndead; i++) {
         uint32_t index = r->dead[(r->dead_head + i) % r->dead_capacity];

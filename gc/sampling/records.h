@@ -19,6 +19,7 @@
  *
  * Invariants (checked by sampling_records_verify):
  *   live[i].record's live_pos == i;  a record is dead iff live_pos == NONE
+ *   live[i] is old (promoted) iff i < nold
  *   every dead record in use is in the dead queue exactly once
  *   used slots == nlive + dead records;  nlive + ndead + nfree == used high water
  *   refs counts == references held by used records and stored stacks
@@ -38,16 +39,20 @@
 
 #define SAMPLING_NONE UINT32_MAX
 
-/* One frame as captured: resolved to path, line and label only when read.
- * Ruby frames: iseq + pc offset (+ the method entry for the label).
- * C frames: the method entry, and the iseq + pc of the Ruby frame that
- * called it (caller_locations reports that file and line for C frames). */
+/* One frame as captured on the sampling path: only what identifies it,
+ * read from the control frame with no lookups (frames.c).  Ruby frames:
+ * the iseq and the pc pointer; C frames: iseq 0.  Both: the method entry
+ * (0 for top-level code).  A last frame with SAMPLING_FRAME_LOCATION_ONLY
+ * set in pc is not shown: it gives the file and line of the C frames
+ * before it when the stack was cut at depth.  Resolved when read
+ * (sampling_frames_resolve). */
 struct sampling_frame {
-    uintptr_t iseq;         /* 0 when there is no Ruby caller */
-    uintptr_t cme;          /* method entry or 0 */
-    uint32_t pc;            /* instruction offset into iseq */
-    uint32_t cfunc;         /* 1: a C method (or one that reports like one) */
+    uintptr_t iseq;         /* rb_iseq_t *, or 0 for a C method */
+    uintptr_t cme;          /* rb_callable_method_entry_t *, or 0 */
+    uintptr_t pc;           /* const VALUE *, the frame's pc (| LOCATION_ONLY) */
 };
+
+#define SAMPLING_FRAME_LOCATION_ONLY ((uintptr_t)1)
 
 struct sampling_stack {
     uint64_t hash;
@@ -64,7 +69,6 @@ struct sampling_record {
     double weight;          /* estimated bytes this sample stands for */
     size_t allocated_gc;    /* GC count when allocated */
     size_t freed_gc;        /* GC count of the collection that found it dead */
-    size_t age;             /* collections survived */
     uint32_t size;          /* slot bytes */
     uint32_t live_pos;      /* index in live[], SAMPLING_NONE once dead */
     uint16_t type;          /* T_xxx */
@@ -91,8 +95,8 @@ struct sampling_records {
     size_t nfree;
     uint32_t *dead;                     /* ring of dead slot indices, oldest first */
     size_t dead_head, ndead, dead_capacity;
-    struct sampling_live *live;
-    size_t nlive, live_capacity;
+    struct sampling_live *live;         /* [0, nold): promoted; [nold, nlive): young */
+    size_t nlive, nold, live_capacity;
     struct sampling_stack_table stacks;
     struct refset refs;
     uint64_t next_seq;
@@ -119,12 +123,24 @@ void sampling_records_init(struct sampling_records *r, size_t max);
  * dropped (counted in r->dropped). */
 uint32_t sampling_records_add(struct sampling_records *r, const struct sampling_sample_in *in);
 
-/* The end of a marking: asks `liveness` about every live record's object
- * (0: unmarked, dead; 1: marked; 2: marked and old).  Dead ones get
- * freed_gc = gc_count and lose their object; survivors age by one. */
+/* The end of a marking: asks `liveness` about live records' objects (0:
+ * unmarked, dead; 1: marked; 2: marked and old).  Dead ones get freed_gc =
+ * gc_count and lose their object; old ones move to the promoted part of
+ * live[].  A minor marking (major false) asks about young records only:
+ * it never frees an old object, so the promoted part costs it nothing. */
 typedef int sampling_liveness_fn(uintptr_t obj, void *data);
 void sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn *liveness,
-                                     void *data, size_t gc_count);
+                                     void *data, size_t gc_count, bool major);
+
+/* Collections a record's object has survived, given the current count:
+ * every one since its allocation while it lives; those before the one
+ * that found it dead otherwise. */
+static inline size_t
+sampling_record_age(const struct sampling_record *rec, size_t gc_count)
+{
+    size_t last = rec->live_pos == SAMPLING_NONE ? rec->freed_gc - 1 : gc_count;
+    return last > rec->allocated_gc ? last - rec->allocated_gc : 0;
+}
 
 /* Compaction moved objects: every held reference k becomes location(k). */
 typedef uintptr_t sampling_location_fn(uintptr_t ref, void *data);

@@ -17,9 +17,12 @@
  *   1. fast path: pop the cache's free list.  Unchanged: the sample point
  *      is where the list was cut, so an empty list means "new page or
  *      sample".
- *   2. newobj_cache_miss: GC_HOOK_NEWOBJ_CACHE_MISS sees an empty list and
- *      a waiting tail: the allocation is a sample (sampling_take): pop the
- *      sampled slot, record it, put the rest back with the next point cut.
+ *   2. newobj_cache_miss: GC_HOOK_NEWOBJ_CACHE_MISS, asked first, sees an
+ *      empty list and a waiting tail: the allocation is a sample
+ *      (sampling_take): pop the sampled slot, record it, put the rest back
+ *      with the next point cut.  No incremental marking step is taken for
+ *      it: the step budget counts the sampled slot like any other, so
+ *      sampling does not change when marking work happens.
  *   3. otherwise a new page: ractor_cache_set_page hands its list to the
  *      cache; GC_HOOK_CACHE_SET_PAGE places the point (sampling_set_page).
  *      The hook runs again after the retry, for a point on the first slot.
@@ -109,7 +112,7 @@ static struct {
     struct sample_point_config config;
     struct sampling_records records;
     uint64_t epoch;                         /* bumped by every start and clear */
-    struct sampling_frame *scratch;         /* params.depth frames, for capture */
+    struct sampling_frame *scratch;         /* params.depth + 1 frames, for capture */
     /* per heap, since start or clear */
     size_t base_allocated[HEAP_COUNT];      /* total_allocated_objects at start */
     size_t moved[HEAP_COUNT];               /* compaction moves (counted as allocations by default.c) */
@@ -117,6 +120,7 @@ static struct {
     size_t stopped_allocated[HEAP_COUNT];   /* objects allocated while enabled, frozen at stop */
     uint64_t samples[HEAP_COUNT];
     uint64_t points[HEAP_COUNT];
+    double poisson_weight[HEAP_COUNT];      /* sampling_weight of a slot, set at start */
     int readers;
     bool readers_disabled_gc;
 } sampler;
@@ -185,7 +189,8 @@ sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, si
     }
     in.nframes = sampling_frames_capture(sampler.scratch, sampler.params.depth, &in.truncated);
     in.frames = sampler.scratch;
-    in.weight = sampling_weight(sampler.config.mode, sampler.config.interval, size, points);
+    in.weight = sampler.config.mode == SAMPLING_MODE_FIXED ? (double)points * (double)sampler.config.interval
+                                                           : sampler.poisson_weight[heap_idx];
     in.gc_count = objspace->profile.count;
     in.size = (uint32_t)size;
     in.heap = (uint8_t)heap_idx;
@@ -237,7 +242,8 @@ sampling_marks_finished(void *objspace_ptr)
     rb_objspace_t *objspace = objspace_ptr;
     for (size_t i = 0; i < HEAP_COUNT; i++) sampler.allocated_at_marks[i] = heaps[i].total_allocated_objects;
     if (sampler.records.nlive) {
-        sampling_records_check_liveness(&sampler.records, sampling_liveness, objspace, objspace->profile.count);
+        sampling_records_check_liveness(&sampler.records, sampling_liveness, objspace, objspace->profile.count,
+                                        is_full_marking(objspace));
     }
 }
 
@@ -338,7 +344,8 @@ void
 sampler_start(const struct sampling_params *params)
 {
     rb_objspace_t *objspace = rb_gc_get_objspace();
-    struct sampling_frame *scratch = malloc(params->depth * sizeof(*scratch));
+    /* depth frames and a location-only one (frames.h) */
+    struct sampling_frame *scratch = malloc((params->depth + 1) * sizeof(*scratch));
     if (!scratch) rb_memerror();
 
     unsigned int lev = rb_gc_vm_lock();
@@ -351,6 +358,9 @@ sampler_start(const struct sampling_params *params)
         sampler.config.mode = params->mode;
         sampler.config.interval = params->interval;
         sampling_rng_seed(&sampler.config.rng, params->has_seed ? params->seed : random_seed());
+        for (size_t i = 0; i < HEAP_COUNT; i++) {
+            sampler.poisson_weight[i] = sampling_weight(SAMPLING_MODE_POISSON, params->interval, slot_bytes(i), 1);
+        }
         if (!sampler.records.max && !sampler.records.next_seq) sampling_records_init(&sampler.records, params->max_samples);
         sampler.records.max = params->max_samples;
         begin_counting(objspace);

@@ -40,7 +40,8 @@ class TestPprof < Minitest::Test
       raw = pprof_raw(path)
       assert_match(/^PeriodType: space bytes$/, raw)
       assert_match(/^Period: 4096$/, raw)
-      assert_match(%r{^alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes$}, raw)
+      assert_match(%r{^alloc_objects/count alloc_space/bytes\[dflt\] inuse_objects/count inuse_space/bytes$}, raw,
+                   "four sample types, alloc_space the default")
       assert_match(/PprofSite\.build/, raw)
       assert_match(/Array\.new/, raw)
       assert_match(/test_pprof\.rb/, raw)

@@ -54,8 +54,7 @@ sample_in(struct sampling_sample_in *in, struct sampling_frame *frames, uintptr_
     for (uint32_t i = 0; i < in->nframes; i++) {
         frames[i].iseq = base + 1024 + 8 * rnd(8);
         frames[i].cme = rnd(2) ? base + 2048 + 8 * rnd(4) : 0;
-        frames[i].pc = (uint32_t)rnd(3);
-        frames[i].cfunc = frames[i].cme && rnd(2);
+        frames[i].pc = 8 * rnd(3);
     }
     in->frames = frames;
     in->truncated = rnd(10) == 0;
@@ -76,7 +75,7 @@ test_random_streams(void)
             struct sampling_frame frames[8];
             struct sampling_sample_in in;
             switch (rnd(10)) {
-              case 0: die_percent = (int)rnd(60); sampling_records_check_liveness(&r, liveness, NULL, (size_t)op); break;
+              case 0: die_percent = (int)rnd(60); sampling_records_check_liveness(&r, liveness, NULL, (size_t)op, rnd(2)); break;
               case 1: shift = 8 * (1 + rnd(1000)); sampling_records_update_references(&r, moved, NULL); base += shift; break;
               case 2: if (rnd(20) == 0) sampling_records_clear(&r); break;
               default: sample_in(&in, frames, base); sampling_records_add(&r, &in); break;
@@ -102,7 +101,7 @@ test_sharing_drop_evict(void)
 {
     struct sampling_records r;
     sampling_records_init(&r, 3);
-    struct sampling_frame f[2] = { { 1000, 2000, 1, 0 }, { 1008, 0, 2, 0 } };
+    struct sampling_frame f[2] = { { 1000, 2000, 1 }, { 1008, 0, 2 } };
     struct sampling_sample_in in = { .obj = 8, .klass = 3000, .frames = f, .nframes = 2, .size = 40, .weight = 1 };
     uint32_t a = sampling_records_add(&r, &in);
     in.obj = 16;
@@ -119,10 +118,11 @@ test_sharing_drop_evict(void)
     dead_obj[16 / 8] = 1; dead_obj[8 / 8] = 0; dead_obj[24 / 8] = 0;
     die_percent = 0;
     sampling_rng_seed(&rng, 5);
-    sampling_records_check_liveness(&r, liveness, NULL, 7);
+    sampling_records_check_liveness(&r, liveness, NULL, 7, true);
     CHECK(r.items[b].freed_gc == 7 && r.items[b].live_pos == SAMPLING_NONE, "died at GC 7");
     CHECK(sampling_records_object(&r, b, r.items[b].seq) == 0, "a dead record has no object");
-    CHECK(r.items[a].age == 1, "a survivor ages");
+    CHECK(sampling_record_age(&r.items[a], 7) == 7, "a survivor's age counts every collection since it was made");
+    CHECK(sampling_record_age(&r.items[b], 9) == 6, "a dead one's stops before the collection that found it dead");
     uint64_t old_seq = r.items[b].seq;
     uint32_t c = sampling_records_add(&r, &in);
     CHECK(c == b && r.evicted == 1, "the oldest dead record is evicted (slot %u, evicted %llu)", c, (unsigned long long)r.evicted);
