@@ -60,6 +60,19 @@ def log(msg) = $stderr.puts("[bench #{format("%6.1f", Time.now - T_START)}s] #{m
 def lib_digests
   %w[default sampling].to_h { |l| [l, Digest::SHA256.file(File.join(GC_DIR, "librubygc.#{l}.so")).hexdigest[0, 16]] }
 end
+# Another build may replace a GC library while we run (make rm's it first):
+# wait until both exist and have not changed for 10 s.
+def wait_for_libs(limit = 900)
+  t0 = Time.now
+  loop do
+    paths = %w[default sampling].map { |l| File.join(GC_DIR, "librubygc.#{l}.so") }
+    return if paths.all? { |p| File.exist?(p) && Time.now - File.mtime(p) > 10 }
+    raise "GC libraries missing for #{limit}s" if Time.now - t0 > limit
+    sleep 2
+  end
+end
+LIB_LOCK = Mutex.new
+wait_for_libs
 LIBS_AT_START = lib_digests
 
 # ---- configurations ----
@@ -105,6 +118,7 @@ end
 # ---- 1. callgrind ----
 
 CG_RESULTS = {}
+FAILURES = []
 
 # A callgrind run: Ir of the workload region, the run's metrics, and (when
 # `annotate`) the inclusive cost of the sampler's functions.
@@ -112,16 +126,23 @@ def callgrind_job(id, config, workload, extra = {}, annotate: false)
   { id: id, config: config, workload: workload, extra: extra, annotate: annotate }
 end
 
-def run_callgrind(job)
+def run_callgrind(job, dry: false)
   metrics = File.join(WORK, "metrics", "cg-#{job[:id]}.jsonl")
-  FileUtils.rm_f(metrics)
+  FileUtils.rm_f(metrics) unless dry
   outfile = job[:annotate] ? File.join(WORK, "callgrind", "#{job[:id]}.out") : "/dev/null"
   argv = command(job[:config], job[:workload], job[:extra].merge("BENCH_METRICS" => metrics))
   vg = ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--callgrind-out-file=#{outfile}"]
   i = argv.index(RUBY)
   full = argv[0...i] + vg + argv[i..]
   COMMANDS << "# callgrind #{job[:id]}\n" + sh_join(full.map { |a| a.sub(WORK + "/metrics", "$WORK/metrics") })
-  out, err, st = Open3.capture3(*full)
+  return if dry
+  out = err = st = nil
+  3.times do
+    LIB_LOCK.synchronize { wait_for_libs }
+    out, err, st = Open3.capture3(*full)
+    break unless err.include?("cannot be opened")
+    log "callgrind #{job[:id]}: GC library missing, retrying"
+  end
   ir = err[/Collected : (\d+)/, 1]
   raise "callgrind #{job[:id]} failed (#{st.exitstatus}):\n#{err[-2000..] || err}" unless st.success? && ir
   r = { ir: Integer(ir), metrics: read_metrics(metrics).last || {} }
@@ -129,8 +150,11 @@ def run_callgrind(job)
   r
 end
 
-SAMPLER_FUNCTIONS = %w[sampling_take sampling_frames_capture sampling_records_add sampling_set_page
-                       sampling_cache_clear sampling_mark_roots sampling_marks_finished]
+# Inclusive costs read from callgrind_annotate (functions the compiler kept
+# out of line; the small hooks are inlined into default.c's functions).
+SAMPLER_FUNCTIONS = %w[sampling_take sampling_frames_capture sampling_records_add
+                       sampling_records_check_liveness sampling_mark_roots]
+DIRECT = %w[sampling_take sampling_records_check_liveness sampling_mark_roots]
 
 def annotate(outfile)
   out, = Open3.capture3("callgrind_annotate", "--inclusive=yes", "--auto=no", "--threshold=100", outfile)
@@ -147,8 +171,13 @@ def run_parallel(jobs)
     Thread.new do
       while (j = (queue.pop(true) rescue nil))
         t = Time.now
-        CG_RESULTS[j[:id]] = run_callgrind(j)
-        log "callgrind #{j[:id]}: #{CG_RESULTS[j[:id]][:ir]} Ir (#{(Time.now - t).round(1)}s)"
+        begin
+          CG_RESULTS[j[:id]] = run_callgrind(j)
+          log "callgrind #{j[:id]}: #{CG_RESULTS[j[:id]][:ir]} Ir (#{(Time.now - t).round(1)}s)"
+        rescue => e
+          log "callgrind #{j[:id]} FAILED: #{e.message[0, 3000]}"
+          FAILURES << "callgrind #{j[:id]}: #{e.message.lines.grep(/Error|error/).first(3).join.strip}"
+        end
       end
     end
   end.each(&:join)
@@ -163,7 +192,7 @@ DEPTHS = [8, 64, 128]
 LIVE = 100_000
 GC_LOOPS = 20
 
-def callgrind_phase
+def callgrind_phase(dry: false)
   jobs = []
   micro = { "ALLOC_MICRO_N" => CG_N.to_s }
   CONFIGS.each do |c|
@@ -192,6 +221,7 @@ def callgrind_phase
   %w[builtin default stopped s4k s32k s512k s4m n32k n512k trace].each do |k|
     jobs << callgrind_job("bt-#{k}", C[k], BT, bt)
   end
+  return jobs.each { |j| run_callgrind(j, dry: true) } if dry
   log "callgrind: #{jobs.size} runs, #{JOBS} at a time"
   run_parallel(jobs)
   File.write(File.join(WORK, "callgrind.json"), JSON.pretty_generate(CG_RESULTS))
@@ -207,13 +237,13 @@ def workloads
   r_small = QUICK ? 1 : 3
   peers = %w[n512k trace]
   [
-    Workload.new("micro", "alloc_micro (N=300k, 2.7 M objects)", MICRO, { "ALLOC_MICRO_N" => (QUICK ? "100000" : "300000") },
+    Workload.new("micro", "alloc_micro (N=#{QUICK ? "100k" : "300k"})", MICRO, { "ALLOC_MICRO_N" => (QUICK ? "100000" : "300000") },
                  MAIN + peers + (C["memprof"] && !QUICK ? ["memprof"] : []), r),
     Workload.new("binary_trees", "gc/binary_trees (depth #{QUICK ? 12 : 14})", BT, { "BINARY_TREES_DEPTH" => (QUICK ? "12" : "14") },
                  MAIN + peers, r),
     Workload.new("redblack", "gc/redblack (1 round)", File.join(WL, "redblack.rb"), { "REDBLACK_N" => "1" }, MAIN, r_small),
-    Workload.new("ring", "gc/ring (3 M objects)", File.join(WL, "ring.rb"), { "RING_MAX" => (QUICK ? "1000000" : "3000000") }, MAIN, r_small),
-    Workload.new("hash1", "gc/hash1 (n=10k)", File.join(WL, "hash1.rb"), { "HASH1_N" => (QUICK ? "3000" : "10000") }, MAIN, r_small),
+    Workload.new("ring", "gc/ring (#{QUICK ? 1 : 3} M objects)", File.join(WL, "ring.rb"), { "RING_MAX" => (QUICK ? "1000000" : "3000000") }, MAIN, r_small),
+    Workload.new("hash1", "gc/hash1 (n=#{QUICK ? 3 : 10}k)", File.join(WL, "hash1.rb"), { "HASH1_N" => (QUICK ? "3000" : "10000") }, MAIN, r_small),
     (Workload.new("pentomino", "gc/pentomino", File.join(SRC, "benchmark/gc/pentomino.rb"), {}, %w[default stopped s32k s512k n32k], 2) unless QUICK),
     Workload.new("app_uri", "app_uri", File.join(SRC, "benchmark/app_uri.rb"), {}, MAIN, r_small),
     Workload.new("app_strconcat", "app_strconcat", File.join(SRC, "benchmark/app_strconcat.rb"), {}, MAIN, r_small),
@@ -221,9 +251,16 @@ def workloads
   ].compact
 end
 
-def wall_phase
+def wall_phase(dry: false)
   rng = Random.new(42)
   workloads.each do |w|
+    if dry
+      keys = w.configs
+      argv = ["hyperfine", "-N", "--runs", "1", "--style", "none", "--export-json", File.join(WORK, "hyperfine-#{w.key}-0.json"),
+              *keys.map { |k| sh_join(command(C[k], w.path, w.env.merge("BENCH_METRICS" => File.join(WORK, "metrics", "wall-#{w.key}-#{k}.jsonl")))) }]
+      COMMANDS << "# wall #{w.key} round 1\n" + sh_join(argv.map { |a| a.gsub(WORK, "$WORK") })
+      next
+    end
     WALL[w.key] = { label: w.label, configs: w.configs, times: Hash.new { |h, k| h[k] = [] }, user: Hash.new { |h, k| h[k] = [] } }
     cmds = w.configs.to_h do |k|
       metrics = File.join(WORK, "metrics", "wall-#{w.key}-#{k}.jsonl")
@@ -238,17 +275,27 @@ def wall_phase
       argv = ["hyperfine", "-N", "--runs", "1", "--style", "none", "--export-json", json,
               *keys.map { |k| sh_join(cmds[k][0]) }]
       COMMANDS << "# wall #{w.key} round #{round + 1}\n" + sh_join(argv.map { |a| a.gsub(WORK, "$WORK") }) if round == 0
-      _, err, st = Open3.capture3(*argv)
-      raise "hyperfine #{w.key} failed:\n#{err}" unless st.success?
+      err = st = nil
+      3.times do
+        wait_for_libs
+        _, err, st = Open3.capture3(*argv)
+        break if st.success? || !err.include?("cannot be opened")
+        log "wall #{w.key}: GC library missing, retrying the round"
+      end
+      unless st.success?
+        log "hyperfine #{w.key} FAILED: #{err[0, 3000]}"
+        FAILURES << "wall #{w.key} round #{round + 1}: #{err.lines.first(3).join.strip}"
+        next
+      end
       JSON.parse(File.read(json))["results"].each_with_index do |res, i|
         WALL[w.key][:times][keys[i]] << res["times"][0]
         WALL[w.key][:user][keys[i]] << res["user"]
       end
     end
     WALL[w.key][:metrics] = cmds.transform_values { |(_, m)| read_metrics(m) }
-    log "wall #{w.key}: " + w.configs.map { |k| "#{k} #{format("%.2f", median(WALL[w.key][:times][k]))}" }.join(", ")
+    log "wall #{w.key}: " + w.configs.map { |k| "#{k} #{(m = median(WALL[w.key][:times][k])) ? format("%.2f", m) : "-"}" }.join(", ")
   end
-  File.write(File.join(WORK, "wall.json"), JSON.pretty_generate(WALL))
+  File.write(File.join(WORK, "wall.json"), JSON.pretty_generate(WALL)) unless dry
 end
 
 def median(a)
@@ -424,13 +471,15 @@ def results_phase
     md << "The direct cost of the sampler's own code is in section 2.\n\n"
 
     md << "### Where the sampler's instructions go (inclusive, callgrind_annotate)\n\n"
-    md << "| configuration | samples | sampling_take | of which frames_capture | of which records_add | set_page | cache_clear | mark_roots | marks_finished | direct total / sample |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    md << "Per sample, inclusive: `sampling_take` is the whole sample (pop the slot, draw the next gap, capture the stack, store the record); "
+    md << "`check_liveness` is the end-of-marking walk over live records, `mark_roots` the marking of held classes and frames.\n\n"
+    md << "| configuration | samples | sampling_take | of which frames_capture | of which records_add | check_liveness | mark_roots | direct total / sample |\n|---|---:|---:|---:|---:|---:|---:|---:|\n"
     %w[s4k s32k s512k s4m].each do |k|
       r = cg("micro-#{k}") or next
       f = r[:functions] || {}
       s = r[:metrics][:samples].to_i
-      direct = %w[sampling_take sampling_set_page sampling_cache_clear sampling_mark_roots sampling_marks_finished].sum { |x| f[x].to_i }
-      md << "| #{C[k].label} | #{num(s)} | #{%w[sampling_take sampling_frames_capture sampling_records_add sampling_set_page sampling_cache_clear sampling_mark_roots sampling_marks_finished].map { |x| num(f[x].to_i) }.join(" | ")} | #{s > 0 ? num((direct.to_f / s).round) : ""} |\n"
+      direct = DIRECT.sum { |x| f[x].to_i }
+      md << "| #{C[k].label} | #{num(s)} | #{SAMPLER_FUNCTIONS.map { |x| s > 0 ? num((f[x].to_f / s).round) : "" }.join(" | ")} | #{s > 0 ? num((direct.to_f / s).round) : ""} |\n"
     end
     md << "\n"
   end
@@ -449,7 +498,7 @@ def results_phase
       n = s1[:metrics][:samples].to_i
       per = (s1[:ir] - s0[:ir]).to_f / n
       f = s1[:functions] || {}
-      direct = %w[sampling_take sampling_set_page sampling_cache_clear sampling_mark_roots sampling_marks_finished].sum { |x| f[x].to_i } / n.to_f
+      direct = DIRECT.sum { |x| f[x].to_i } / n.to_f
       t = d == 128 ? (per <= 4000 ? "PASS" : "MISS") : ""
       targets << ["per-sample cost at depth 128", "<= 4,000 Ir", num(per.round), t] if d == 128
       # NEWOBJ peer: its samples cost on top of the hook; separate the two with the 4 KiB-fixed run
@@ -466,14 +515,14 @@ def results_phase
     live = l1[:metrics][:sampler_live].to_i
     per = (l1[:ir] - l0[:ir]).to_f / GC_LOOPS / live
     f = l1[:functions] || {}
-    mf = f["sampling_marks_finished"].to_f / GC_LOOPS / [live, 1].max
+    mf = f["sampling_records_check_liveness"].to_f / GC_LOOPS / [live, 1].max
     md << "## 3. GC-time cost of liveness tracking\n\n"
     md << "#{num(LIVE)} objects kept alive, every one sampled (`interval: 1, mode: :fixed, max_samples: #{num(LIVE)}`) against the same "
     md << "program with the sampler loaded but not started; then #{GC_LOOPS} `GC.start(full_mark: false)` are counted.\n\n"
     md << "| | instructions for #{GC_LOOPS} minor GCs | per GC |\n|---|---:|---:|\n"
     md << "| no live samples | #{num(l0[:ir])} | #{num(l0[:ir] / GC_LOOPS)} |\n| #{num(live)} live samples | #{num(l1[:ir])} | #{num(l1[:ir] / GC_LOOPS)} |\n\n"
     md << "**#{per.round(1)} instructions per GC per live record** (difference of totals); the liveness walk itself "
-    md << "(`sampling_marks_finished`, inclusive) is #{mf.round(1)} per GC per record; marking the distinct classes and frames "
+    md << "(`sampling_records_check_liveness`, inclusive) is #{mf.round(1)} per GC per record; marking the distinct classes and frames "
     md << "(`sampling_mark_roots`) is #{num((f["sampling_mark_roots"].to_f / GC_LOOPS).round)} per GC in total. A minor GC of this heap costs "
     md << "#{num(l0[:ir] / GC_LOOPS)} instructions without samples, so #{num(live)} live records add #{pct(l1[:ir].to_f / l0[:ir])}.\n\n"
     targets << ["liveness, per GC per live record", "(report)", "#{per.round(1)} Ir", ""]
@@ -514,6 +563,9 @@ def results_phase
     if (bt = WALL["binary_trees"])
       b = median(bt[:times]["default"]); r32 = median(bt[:times]["s32k"]) / b
       targets << ["binary_trees wall, sampling 32 KiB", "<= 1.01x", fx(r32), r32 <= 1.01 ? "PASS" : "MISS"]
+      if (i0 = cg("bt-stopped")) && (i1 = cg("bt-s32k")) && (i2 = cg("bt-default"))
+        targets << ["(binary_trees instructions, 32 KiB, depth #{CG_BT_DEPTH})", "<= 1.01x", "#{fx(i1[:ir].to_f / i2[:ir])} vs default, #{fx(i1[:ir].to_f / i0[:ir])} vs stopped", (i1[:ir].to_f / i2[:ir] <= 1.01 ? "PASS" : "MISS")]
+      end
       g0 = median(bt[:metrics]["default"].map { |x| x[:gc_time_ms] })
       md << "GC pause impact on binary_trees (GC.stat(:time), median ms): default #{g0}"
       %w[stopped s4k s32k s512k s4m].each { |k| md << ", #{C[k].label} #{median(bt[:metrics][k].map { |x| x[:gc_time_ms] })}" }
@@ -521,6 +573,9 @@ def results_phase
     end
   end
 
+  unless FAILURES.empty?
+    md << "## Failed runs\n\n" + FAILURES.map { |f| "- #{f}\n" }.join + "\n"
+  end
   md << "## Targets\n\n| target | bound | measured | result |\n|---|---|---|---|\n"
   targets.each { |t| md << "| #{t.join(" | ")} |\n" }
   md << "\n## Notes\n\n"
@@ -563,6 +618,11 @@ NOTES = <<~MD
     major GC marks incrementally; the sample hook runs after that, so at small intervals samples add marking steps
     and a major GC can finish (and the next start) earlier. This shows as one or two GCs more or fewer in some runs
     and is included in the ratios.
+  - **GC-timing sensitivity.** Loading the sampling library changes Ruby's boot by a few dozen objects (its Ruby
+    API is defined at boot), which is enough to move GC trigger points: on binary_trees the stopped sampler can run a
+    noticeably different number of GCs from `default` (compare the GC columns). Treat instruction differences of
+    a percent or two on the real programs as GC-timing noise, and compare sampling runs with `sampling, stopped`
+    there; the micro-benchmark runs the same GCs in every configuration but 4 KiB.
   - **Callgrind runs** count the workload region only (`CallgrindProbe.collect`, `--collect-atstart=no`), so Ruby's
     boot, which no configuration changes, does not dilute the ratios.
 MD
@@ -571,11 +631,21 @@ MD
 
 phases = opts[:phases]
 if phases.include?("callgrind") then log "callgrind phase"; callgrind_phase
+else callgrind_phase(dry: true)
+end
+if phases.include?("callgrind") then nil
 elsif File.exist?(f = File.join(WORK, "callgrind.json"))
   CG_RESULTS.replace(JSON.parse(File.read(f), symbolize_names: true).transform_keys(&:to_s))
-  CG_RESULTS.each_value { |r| r[:functions] = r[:functions].transform_keys(&:to_s) if r[:functions] }
+  CG_RESULTS.each do |id, r|
+    next unless r[:functions]
+    out = File.join(WORK, "callgrind", "#{id}.out")
+    r[:functions] = File.exist?(out) ? annotate(out) : r[:functions].transform_keys(&:to_s)
+  end
 end
 if phases.include?("wall") then log "wall phase"; wall_phase
+else wall_phase(dry: true)
+end
+if phases.include?("wall") then nil
 elsif File.exist?(f = File.join(WORK, "wall.json"))
   WALL.replace(JSON.parse(File.read(f)).transform_values { |w| w.transform_keys(&:to_sym) })
   WALL.each_value do |w|

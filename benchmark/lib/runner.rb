@@ -33,7 +33,7 @@ workload = File.expand_path(workload)
 
 samples = -> { nil }
 stop = -> {}
-wrap = ->(&blk) { blk.call }
+memprof = false
 
 case kind
 when "none"
@@ -59,9 +59,8 @@ when "trace_object_allocations"
 when "memory_profiler"
   $LOAD_PATH.unshift(ENV.fetch("BENCH_MEMPROF_LIB"))
   require "memory_profiler"
-  report = nil
-  wrap = ->(&blk) { report = MemoryProfiler.report(&blk) }
-  samples = -> { report.total_allocated }
+  memprof = true
+  samples = -> { $memprof_report.total_allocated }
 else
   abort "runner.rb: unknown BENCH_PROFILER #{kind.inspect}"
 end
@@ -80,7 +79,13 @@ if (keep = ENV["BENCH_KEEP_LIVE"])
 else
   start&.call if defined?(start)
   t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-  CallgrindProbe.collect { wrap.call { load workload } }
+  # as few frames as possible between <main> and the workload (5), so that
+  # alloc_micro.rb can run at a stack depth of 8
+  if memprof
+    CallgrindProbe.collect { $memprof_report = MemoryProfiler.report { load workload } }
+  else
+    CallgrindProbe.collect { load workload }
+  end
   t1 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
   stop.call
 end
