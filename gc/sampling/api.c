@@ -37,6 +37,8 @@ static VALUE mSampler, cSample;
 
 /* ---- arguments ---- */
 
+/* An Integer argument in [min, max], compared without calling a method
+ * (a redefined Integer#< must not let a bad value through). */
 static uint64_t
 arg_uint(VALUE v, const char *name, uint64_t min, uint64_t max, const char *unit)
 {
@@ -44,8 +46,16 @@ arg_uint(VALUE v, const char *name, uint64_t min, uint64_t max, const char *unit
         rb_raise(rb_eArgError, "%s must be an Integer from %llu to %llu%s (got %"PRIsVALUE")",
                  name, (unsigned long long)min, (unsigned long long)max, unit, rb_inspect(v));
     }
-    VALUE vmin = ULL2NUM(min), vmax = ULL2NUM(max);
-    if (RTEST(rb_funcall(v, '<', 1, vmin)) || RTEST(rb_funcall(v, '>', 1, vmax))) {
+    bool in_range;
+    if (FIXNUM_P(v)) {
+        long x = FIX2LONG(v);
+        in_range = x >= 0 && (uint64_t)x >= min && (uint64_t)x <= max;
+    }
+    else {
+        /* a Bignum: below 0, or beyond every bound but UINT64_MAX */
+        in_range = FIX2INT(rb_big_cmp(v, INT2FIX(0))) > 0 && FIX2INT(rb_big_cmp(v, ULL2NUM(max))) <= 0;
+    }
+    if (!in_range) {
         rb_raise(rb_eArgError, "%s must be from %llu to %llu%s (got %"PRIsVALUE")",
                  name, (unsigned long long)min, (unsigned long long)max, unit, rb_inspect(v));
     }
@@ -199,28 +209,18 @@ sample_get(VALUE self)
     return rb_check_typeddata(self, &sample_type);
 }
 
-/* The record behind a Sample, if it still holds that sample. */
-static const struct sampling_record *
-sample_record(const struct sample_view *v)
-{
-    const struct sampling_records *r = sampler_records();
-    if (v->index >= r->used) return NULL;
-    const struct sampling_record *rec = &r->items[v->index];
-    return rec->seq == v->seq ? rec : NULL;
-}
-
 /* Live fields follow the record while it exists. */
 static void
 sample_refresh(struct sample_view *v)
 {
-    const struct sampling_record *rec = sample_record(v);
-    if (!rec) {
-        if (v->live) v->live = false;  /* gone with clear or eviction: no object to give */
+    struct sampling_record rec;
+    if (!sampler_record_copy(v->index, v->seq, &rec)) {
+        v->live = false;  /* gone with clear or eviction: no object to give */
         return;
     }
-    v->live = rec->live_pos != SAMPLING_NONE;
-    v->freed_gc = rec->freed_gc;
-    v->old = rec->old;
+    v->live = rec.live_pos != SAMPLING_NONE;
+    v->freed_gc = rec.freed_gc;
+    v->old = rec.old;
 }
 
 /* The locations a stack shows (a malloc'd array; *n of them). */
@@ -282,27 +282,35 @@ stack_frames(const struct sampling_stack *s)
 }
 
 /* A snapshot of every record taken before the call, as Sample objects. */
+struct snapshot {
+    VALUE result;
+    st_table *stacks;       /* stack -> its frames Array, one resolution each */
+    unsigned int lev;
+    bool reading;
+};
+
 static VALUE
-snapshot(void)
+snapshot_body(VALUE arg)
 {
-    uint64_t limit = sampler_read_begin();
-    VALUE result = rb_ary_new();
-    st_table *stacks = st_init_numtable();
+    struct snapshot *snap = (struct snapshot *)arg;
+    uint64_t limit = sampler_read_begin(&snap->lev);
+    snap->reading = true;
     struct sampling_records *r = sampler_records();
     /* Records may be added (samples of our own allocations) and evicted
-     * while we allocate, never moved or found dead: GC is off.  Re-read
-     * each record after every allocation. */
+     * while we allocate, never moved or found dead: GC is off and other
+     * Ractors wait.  Re-read each record after every allocation; a stack is
+     * retained while its frames are built. */
     for (size_t i = 0; i < r->used; i++) {
         if (!r->items[i].seq || r->items[i].seq >= limit) continue;
         uint64_t seq = r->items[i].seq;
         struct sampling_stack *stack = r->items[i].stack;
         st_data_t frames;
-        if (!st_lookup(stacks, (st_data_t)stack, &frames)) {
+        if (!st_lookup(snap->stacks, (st_data_t)stack, &frames)) {
             sampling_stack_retain(stack);
             frames = (st_data_t)stack_frames(stack);
             sampling_stack_release(r, stack);
-            st_insert(stacks, (st_data_t)stack, frames);
-            RB_GC_GUARD(result);
+            /* (the frames Array stays reachable from the result below) */
+            st_insert(snap->stacks, (st_data_t)stack, frames);
         }
         struct sample_view *v;
         VALUE sample = TypedData_Make_Struct(cSample, struct sample_view, &sample_type, v);
@@ -318,14 +326,29 @@ snapshot(void)
         v->type = rec->type;
         v->imemo_type = rec->imemo_type;
         v->truncated = rec->stack->truncated;
-        sample_refresh(v);
-        rb_ary_push(result, sample);
+        v->live = rec->live_pos != SAMPLING_NONE;
+        v->freed_gc = rec->freed_gc;
+        v->old = rec->old;
+        rb_ary_push(snap->result, sample);
     }
-    /* keep the frame arrays reachable until the samples hold them */
-    RB_GC_GUARD(result);
-    st_free_table(stacks);
-    sampler_read_end();
-    return result;
+    return snap->result;
+}
+
+static VALUE
+snapshot_ensure(VALUE arg)
+{
+    struct snapshot *snap = (struct snapshot *)arg;
+    st_free_table(snap->stacks);
+    if (snap->reading) sampler_read_end(snap->lev);
+    return Qnil;
+}
+
+static VALUE
+snapshot(void)
+{
+    struct snapshot snap = { rb_ary_new(), st_init_numtable(), 0, false };
+    rb_ensure(snapshot_body, (VALUE)&snap, snapshot_ensure, (VALUE)&snap);
+    return snap.result;
 }
 
 static VALUE
@@ -518,6 +541,8 @@ struct pprof_build {
     st_table *stacks;
     uint8_t *bytes;
     size_t len;
+    unsigned int lev;
+    bool reading;
 };
 
 static VALUE
@@ -542,7 +567,8 @@ pprof_build_body(VALUE arg)
     pprof_time(p, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, 0);
 
     uint64_t key_class = pprof_cstring(p, "class"), key_type = pprof_cstring(p, "type");
-    uint64_t limit = sampler_read_begin();
+    uint64_t limit = sampler_read_begin(&b->lev);
+    b->reading = true;
     struct sampling_records *r = sampler_records();
     for (size_t i = 0; i < r->used; i++) {
         if (!r->items[i].seq || r->items[i].seq >= limit) continue;
@@ -582,7 +608,7 @@ static VALUE
 pprof_build_ensure(VALUE arg)
 {
     struct pprof_build *b = (struct pprof_build *)arg;
-    sampler_read_end();
+    if (b->reading) sampler_read_end(b->lev);
     st_foreach(b->stacks, free_stack_ids_i, 0);
     st_free_table(b->stacks);
     pprof_free(b->p);
@@ -593,7 +619,7 @@ pprof_build_ensure(VALUE arg)
 static VALUE
 pprof_bytes(void)
 {
-    struct pprof_build b = { pprof_new(), st_init_numtable(), NULL, 0 };
+    struct pprof_build b = { pprof_new(), st_init_numtable(), NULL, 0, 0, false };
     if (!b.p) rb_memerror();
     rb_ensure(pprof_build_body, (VALUE)&b, pprof_build_ensure, (VALUE)&b);
     VALUE str = rb_str_new((const char *)b.bytes, (long)b.len);

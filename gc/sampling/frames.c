@@ -2,6 +2,7 @@
 #include "ruby/internal/config.h"
 #include "vm_core.h"
 #include "iseq.h"
+#include "internal/class.h"
 
 #include "frames.h"
 
@@ -70,10 +71,18 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *trunca
     const rb_control_frame_t *end_cfp = RUBY_VM_NEXT_CONTROL_FRAME(RUBY_VM_END_CONTROL_FRAME(ec));
     uint32_t n = 0;
 
+    bool skip_next = false;
+
     for (; cfp != end_cfp; cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp)) {
         const rb_iseq_t *iseq = cfp->iseq;
         const VALUE *pc = cfp->pc;
-        if (iseq && !pc) continue;  /* dummy and IFUNC frames: not shown */
+        if (iseq) {
+            if (!pc) continue;  /* dummy and IFUNC frames: not shown */
+            /* the frame after a rescue/ensure frame is not shown */
+            bool skip = skip_next;
+            skip_next = rescue_or_ensure_p(iseq);
+            if (skip) continue;
+        }
         if (n == depth) {
             *truncated = true;
             break;
@@ -113,16 +122,10 @@ uint32_t
 sampling_frames_resolve(const struct sampling_frame *frames, uint32_t n, struct sampling_location *out)
 {
     uint32_t m = 0, pending_cfuncs = 0;
-    bool skip_next = false;
 
     for (uint32_t i = 0; i < n; i++) {
         const struct sampling_frame *f = &frames[i];
         const rb_iseq_t *iseq = (const rb_iseq_t *)f->iseq;
-        if (iseq && !(f->pc & SAMPLING_FRAME_LOCATION_ONLY)) {
-            bool skip = skip_next;
-            skip_next = rescue_or_ensure_p(iseq);
-            if (skip) continue;
-        }
         if (iseq && !iseq_c_trace_p(iseq)) {
             /* a Ruby frame: C frames before it report its file and line */
             uint32_t pc = pc_offset(iseq, f->pc);
@@ -161,13 +164,14 @@ sampling_location_lineno(const struct sampling_location *loc)
 }
 
 /* The name of a class for a label, or Qnil when it has no permanent one
- * (anonymous, or named under an anonymous module), as rb_mod_name0 decides. */
+ * (anonymous, named under an anonymous module, or set_temporary_name), as
+ * rb_mod_name0 decides (variable.c: classname). */
 static VALUE
 permanent_name(VALUE mod)
 {
-    VALUE name = rb_mod_name(mod);
-    if (NIL_P(name) || RSTRING_LEN(name) == 0 || RSTRING_PTR(name)[0] == '#') return Qnil;
-    return name;
+    VALUE classpath = RCLASS_EXT(mod)->classpath;
+    if (!classpath || !RCLASS_EXT(mod)->permanent_classpath) return Qnil;
+    return classpath;
 }
 
 /* As rb_gen_method_name (vm_backtrace.c, not exported). */

@@ -3,22 +3,22 @@
  *
  * Two halves.  Capture (on the sampling path) walks the current thread's
  * control frames (vm_core.h) and keeps, per frame, three words: the iseq,
- * the pc pointer and the method entry.  It reads nothing else: no line
- * number, no iseq body, no label, no allocation (~20 instructions a frame).
- * Resolution (when samples are read) applies the rules of
- * rb_ec_partial_backtrace_object (vm_backtrace.c) to those raw frames and
- * gives what Thread::Backtrace::Location gives:
+ * the pc pointer and the method entry.  It computes no line number, no
+ * label and no pc offset, and allocates nothing (~25 instructions a frame).
+ * Resolution (when samples are read) applies the rest of the rules of
+ * rb_ec_partial_backtrace_object (vm_backtrace.c) and gives what
+ * Thread::Backtrace::Location gives:
  *
- *   - Ruby frames without a pc (dummy and IFUNC frames) are not captured;
- *   - a frame right after a rescue/ensure frame is skipped;
+ *   - Ruby frames without a pc (dummy and IFUNC frames) are not captured,
+ *     nor is a frame right after a rescue/ensure frame (both at capture, so
+ *     that `depth` counts frames as caller_locations shows them);
  *   - C methods, and Ruby methods marked `Primitive.attr! :c_trace`
  *     (Integer#times, Array#each, Kernel#loop in 3.4), are labelled as C
  *     methods and report the file and line of the Ruby frame that called them;
  *   - labels: "Foo#bar", "Foo.bar", "block in Foo#bar",
  *     "block (2 levels) in Foo#bar", "<main>", "<class:Foo>".
  *
- * `depth` bounds the captured frames; frames skipped by the rescue rule
- * count against it.  rb_profile_frames is not used: in 3.4.5 it labels
+ * rb_profile_frames is not used: in 3.4.5 it labels
  * blocks with their method's name and lists C-level blocks (IFUNC) that
  * caller_locations does not show.
  *

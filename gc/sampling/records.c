@@ -388,7 +388,8 @@ sampling_records_clear(struct sampling_records *r)
     uint64_t next_seq = r->next_seq;
     sampling_records_free(r);
     sampling_records_init(r, max);
-    r->next_seq = next_seq;  /* a Sample read before clear never matches a new record */
+    /* a Sample read before clear never matches a new record; 0 is "unused" */
+    if (next_seq > r->next_seq) r->next_seq = next_seq;
 }
 
 void

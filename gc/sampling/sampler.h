@@ -3,8 +3,10 @@
  * sampling.c, the one file that knows the collector's internals).
  *
  * Every function here is called from a Ruby thread holding the GVL,
- * outside GC; the ones that change state take the VM lock and stop the
- * other Ractors (rb_gc_vm_barrier) themselves.
+ * outside GC, and takes the VM lock itself.  Start, stop and clear also
+ * wait at the VM barrier, so no other Ractor runs Ruby code meanwhile; a
+ * Ractor parked inside newobj_cache_miss may find its cache's list changed
+ * when it gets the lock (sampling.c's cache miss hook allows for that).
  */
 #ifndef SAMPLING_SAMPLER_H
 #define SAMPLING_SAMPLER_H
@@ -50,15 +52,20 @@ void sampler_clear(void);
 bool sampler_enabled(void);
 void sampler_get_stats(struct sampler_stats *stats);
 
-/* The records, for reading.  Valid until the next allocation (a sample may
- * be taken) or GC; readers that allocate use sampler_read_begin/end. */
+/* The records, for reading between sampler_read_begin and _end only. */
 struct sampling_records *sampler_records(void);
 
-/* Brackets a read that allocates Ruby objects: no GC runs in between (so
- * no record changes state and nothing moves), and samples taken meanwhile
- * have seq >= the returned value. */
-uint64_t sampler_read_begin(void);
-void sampler_read_end(void);
+/* Brackets a read that allocates Ruby objects.  Holds the VM lock (other
+ * Ractors that sample wait; a Ractor's own samples go on) and keeps GC off,
+ * so no record changes state and nothing moves or is freed but records
+ * evicted by new samples; samples taken meanwhile have seq >= the returned
+ * value.  Pair every begin with an end (rb_ensure), passing *lev back. */
+uint64_t sampler_read_begin(unsigned int *lev);
+void sampler_read_end(unsigned int lev);
+
+/* A copy of the record at index if it still holds sample seq (under the VM
+ * lock); false otherwise. */
+bool sampler_record_copy(uint32_t index, uint64_t seq, struct sampling_record *out);
 
 /* The sampled object of a record while it lives, else Qnil; never another
  * object (the record loses its reference before the slot can be reused). */

@@ -35,8 +35,8 @@
  * GC_HOOK_UPDATE_REFERENCES follows compaction.
  *
  * Locking: every hook runs with the VM lock held (newobj_cache_miss takes
- * it; GC holds it); API calls take it and stop other Ractors with a
- * barrier.  Nothing on the sampling path allocates a Ruby object or can
+ * it; GC holds it); API calls take it too (sampler.h), and start, stop and
+ * clear also wait at the VM barrier.  Nothing on the sampling path allocates a Ruby object or can
  * start a GC: records and stacks live in malloc'd memory.
  */
 
@@ -66,11 +66,15 @@ static void sampling_update_references(void *objspace);
 #define GC_HOOK_NEWOBJ_ARGS , klass, flags
 #define GC_HOOK_CACHE_SET_PAGE(objspace, cache, heap_idx, free_slots) \
     do { if (RB_UNLIKELY(sampling_on)) sampling_set_page((cache), (heap_idx), (free_slots)); } while (0)
-/* Only an empty list with a waiting tail is a sample: under incremental
- * marking the allocator also misses with a non-empty list (step budget). */
+/* Only an empty list with a waiting tail is a sample.  A non-empty list
+ * here means either the incremental marking step budget ran out (the
+ * allocator retries, refusing again until a marking step resets it), or
+ * another Ractor's start/stop/clear rejoined this cache's tail while this
+ * one waited for the VM lock: then the slot must come from the list, never
+ * from a new page that would overwrite it. */
 #define GC_HOOK_NEWOBJ_CACHE_MISS(objspace, cache, heap_idx) \
-    (RB_UNLIKELY(sample_point_due(&(cache)->sample_points[heap_idx], \
-                                  (struct sample_point_slot **)&(cache)->heap_caches[heap_idx].freelist)) \
+    ((cache)->heap_caches[heap_idx].freelist ? ractor_cache_allocate_slot((objspace), (cache), (heap_idx)) : \
+     RB_UNLIKELY((cache)->sample_points[heap_idx].tail != NULL) \
         ? sampling_take((objspace), (cache), (heap_idx), klass, flags) : Qfalse)
 #define GC_HOOK_CACHE_CLEAR(cache, heap_idx) \
     do { if (RB_UNLIKELY(sampling_on)) sampling_cache_clear((cache), (heap_idx)); } while (0)
@@ -98,10 +102,13 @@ rb_gc_impl_active_gc_name(void)
     return "sampling";
 }
 
+static void sampler_init(void);
+
 void
 rb_gc_impl_init(void)
 {
     rb_gc_impl_init_default();
+    sampler_init();
     sampling_api_init();
 }
 
@@ -124,6 +131,13 @@ static struct {
     int readers;
     bool readers_disabled_gc;
 } sampler;
+
+static void
+sampler_init(void)
+{
+    sampling_params_default(&sampler.params);
+    sampling_records_init(&sampler.records, sampler.params.max_samples);
+}
 
 static inline struct sample_point_slot **
 cache_list(rb_ractor_newobj_cache_t *cache, size_t heap_idx)
@@ -361,7 +375,6 @@ sampler_start(const struct sampling_params *params)
         for (size_t i = 0; i < HEAP_COUNT; i++) {
             sampler.poisson_weight[i] = sampling_weight(SAMPLING_MODE_POISSON, params->interval, slot_bytes(i), 1);
         }
-        if (!sampler.records.max && !sampler.records.next_seq) sampling_records_init(&sampler.records, params->max_samples);
         sampler.records.max = params->max_samples;
         begin_counting(objspace);
     }
@@ -390,9 +403,7 @@ sampler_clear(void)
     unsigned int lev = rb_gc_vm_lock();
     rb_gc_vm_barrier();
     {
-        size_t max = sampler.records.max ? sampler.records.max : SAMPLING_MAX_SAMPLES_DEFAULT;
         sampling_records_clear(&sampler.records);
-        sampler.records.max = max;
         if (sampling_on) {
             end_counting(objspace);
             begin_counting(objspace);
@@ -452,8 +463,9 @@ sampler_records(void)
 }
 
 uint64_t
-sampler_read_begin(void)
+sampler_read_begin(unsigned int *lev)
 {
+    *lev = rb_gc_vm_lock();
     if (sampler.readers++ == 0) {
         /* finishes any GC in progress, then keeps GC off while reading */
         sampler.readers_disabled_gc = !RTEST(rb_gc_disable());
@@ -462,9 +474,26 @@ sampler_read_begin(void)
 }
 
 void
-sampler_read_end(void)
+sampler_read_end(unsigned int lev)
 {
     if (--sampler.readers == 0 && sampler.readers_disabled_gc) rb_gc_enable();
+    rb_gc_vm_unlock(lev);
+}
+
+bool
+sampler_record_copy(uint32_t index, uint64_t seq, struct sampling_record *out)
+{
+    bool found = false;
+    unsigned int lev = rb_gc_vm_lock();
+    {
+        const struct sampling_records *r = &sampler.records;
+        if (index < r->used && r->items[index].seq == seq) {
+            *out = r->items[index];
+            found = true;
+        }
+    }
+    rb_gc_vm_unlock(lev);
+    return found;
 }
 
 VALUE

@@ -43,6 +43,20 @@ class TestApiErrors < Minitest::Test
     refute Sampler.enabled?
   end
 
+  def test_redefined_integer_comparison_cannot_pass_a_bad_value
+    out, err, status = run_ruby(<<~RUBY)
+      class Integer; def <(o) = false; def >(o) = false; end
+      begin
+        ObjectSpace::AllocationSampler.start(interval: 0, mode: :fixed)
+      rescue ArgumentError => e
+        puts e.message
+      end
+      p ObjectSpace::AllocationSampler.enabled?
+    RUBY
+    assert status.success?, err
+    assert_match(/\Ainterval must be from 1 to .*\nfalse\n\z/, out)
+  end
+
   def test_calls_while_stopped
     refute Sampler.enabled?
     assert_equal false, Sampler.stop

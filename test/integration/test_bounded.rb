@@ -43,6 +43,21 @@ class TestBounded < Minitest::Test
     $keep = nil
   end
 
+  # clear before the first start: every record stays visible
+  def test_clear_before_start
+    out, err, status = run_ruby(<<~RUBY)
+      S = ObjectSpace::AllocationSampler
+      S.clear
+      S.start(interval: 1, mode: :fixed, max_samples: 1000)
+      a = Array.new(3) { Object.new }
+      S.stop
+      st = S.stats
+      p st[:samples] == S.samples.size + st[:dropped] + st[:evicted]
+    RUBY
+    assert status.success?, err
+    assert_equal "true\n", out
+  end
+
   def test_clear_drops_everything
     Sampler.start(interval: 1, mode: :fixed, max_samples: 50)
     Array.new(100) { Object.new }

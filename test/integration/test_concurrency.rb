@@ -92,4 +92,39 @@ class TestConcurrency < Minitest::Test
       assert_equal ["p-#{out.to_i}.pb.gz", "p-#{status.pid}.pb.gz"].sort, files
     end
   end
+
+  # A Ractor parked in newobj_cache_miss while another stops, starts or
+  # clears must take its slot from the rejoined list, never overwrite it.
+  def test_ractor_control_while_another_allocates
+    out, err, status = run_ruby(<<~RUBY, args: ["-W0"])
+      S = ObjectSpace::AllocationSampler
+      r = Ractor.new { a = []; i = 0; until i == 2_000_000; a << "r\#{i}" << [i]; a.clear if a.size > 200; i += 1; end; :ok }
+      n = 0
+      until r.respond_to?(:take) && n > 3000
+        case n % 3
+        when 0 then S.stop
+        when 1 then S.start(interval: 17, mode: :fixed, max_samples: 2000)
+        else S.clear
+        end
+        n += 1
+      end
+      p r.take
+    RUBY
+    assert status.success?, err
+    assert_equal ":ok\n", out
+  end
+
+  # Reading samples (snapshot, Sample#live?) while another Ractor samples.
+  def test_ractor_read_while_another_samples
+    out, err, status = run_ruby(<<~RUBY, args: ["-W0"])
+      S = ObjectSpace::AllocationSampler
+      S.start(interval: 64, max_samples: 500)
+      r = Ractor.new { a = []; 1_000_000.times { |i| a << "x\#{i}"; a.clear if a.size > 100 }; :ok }
+      200.times { S.samples.each { |s| s.live?; s.age; s.frames }; S.write_collapsed(File::NULL) }
+      p r.take
+    RUBY
+    assert status.success?, err
+    assert_equal ":ok\n", out
+  end
 end
+

@@ -143,6 +143,26 @@ class TestStackFidelity < Minitest::Test
     assert_equal "true\n[\"-e\", 3, \"<main>\"]\n", out
   end
 
+  def test_temporary_class_names_are_not_labels
+    klass = Class.new { def m = [Object.new, caller_locations(0)] }
+    klass.set_temporary_name("fake_name")
+    sample, locs = sample_at { klass.new.m }
+    assert_equal locs[0].label, sample.frames[1][2]
+    assert_equal "m", sample.frames[1][2]
+  end
+
+  def rescuer(n) = n.zero? ? (raise "x" rescue [Object.new, caller_locations(0)]) : rescuer(n - 1)
+
+  def test_depth_counts_shown_frames
+    Sampler.start(interval: 1, mode: :fixed, depth: 3)
+    obj, locs = rescuer(5)
+    Sampler.stop
+    s = Sampler.samples.find { |x| x.object.equal?(obj) }
+    assert_equal ["Class#new", *locs.first(2).map(&:label)], s.frames.map(&:last),
+                 "frames skipped after a rescue frame do not count against depth"
+    assert s.truncated?
+  end
+
   def test_depth_truncates
     Sampler.start(interval: 1, mode: :fixed, depth: 3)
     obj = deep(10) { Object.new }
