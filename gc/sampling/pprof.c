@@ -46,7 +46,7 @@ buf_put(struct buf *b, const void *bytes, size_t n)
     b->len += n;
 }
 
-size_t
+static size_t
 pprof_varint_encode(uint64_t v, uint8_t out[10])
 {
     size_t n = 0;
@@ -56,21 +56,6 @@ pprof_varint_encode(uint64_t v, uint8_t out[10])
     }
     out[n++] = (uint8_t)v;
     return n;
-}
-
-bool
-pprof_varint_decode(const uint8_t *buf, size_t len, size_t *pos, uint64_t *v)
-{
-    uint64_t r = 0;
-    for (int shift = 0; shift < 64 && *pos < len; shift += 7) {
-        uint8_t byte = buf[(*pos)++];
-        r |= (uint64_t)(byte & 0x7f) << shift;
-        if (!(byte & 0x80)) {
-            *v = r;
-            return true;
-        }
-    }
-    return false;
 }
 
 static void

@@ -61,8 +61,4 @@ void pprof_sample(struct pprof *p, const uint64_t *locations, size_t nlocations,
  * buffer the caller frees.  False when memory ran out at any point. */
 bool pprof_finish(struct pprof *p, bool compress, uint8_t **out, size_t *outlen);
 
-/* Protobuf primitives, exposed for the unit test's decoder. */
-size_t pprof_varint_encode(uint64_t v, uint8_t out[10]);
-bool pprof_varint_decode(const uint8_t *buf, size_t len, size_t *pos, uint64_t *v);
-
 #endif

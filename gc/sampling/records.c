@@ -71,8 +71,7 @@ table_remove(struct sampling_stack_table *t, struct sampling_stack *s)
         struct sampling_stack *next = t->slots[i];
         if (!next) break;
         size_t home = (size_t)next->hash & mask;
-        bool stays = hole <= i ? (hole < home && home <= i) : (hole < home || home <= i);
-        if (stays) continue;
+        if (probe_entry_stays(hole, i, home)) continue;
         t->slots[hole] = next;
         hole = i;
     }

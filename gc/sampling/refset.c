@@ -78,8 +78,7 @@ refset_remove(struct refset *set, uintptr_t key)
         if (!next->key) break;
         size_t home = slot_of(next->key, set->capacity);
         /* next may move to hole iff home is not in (hole, i] cyclically */
-        bool stays = hole <= i ? (hole < home && home <= i) : (hole < home || home <= i);
-        if (stays) continue;
+        if (probe_entry_stays(hole, i, home)) continue;
         set->entries[hole] = *next;
         hole = i;
     }
