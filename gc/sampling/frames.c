@@ -19,8 +19,11 @@ imemo_kind_p(VALUE v, enum imemo_type kind)
     return !RB_SPECIAL_CONST_P(v) && (RBASIC(v)->flags & IMEMO_KIND_MASK) == IMEMO_KIND(kind);
 }
 
-static inline uintptr_t
-frame_method_entry(const VALUE *ep)
+/* Blocks, svars, crefs: the rarer cases, out of the capture loop. */
+static NOINLINE(uintptr_t frame_method_entry_slow(const VALUE *ep));
+
+static uintptr_t
+frame_method_entry_slow(const VALUE *ep)
 {
     for (;;) {
         VALUE v = ep[VM_ENV_DATA_INDEX_ME_CREF];
@@ -42,11 +45,18 @@ iseq_c_trace_p(const rb_iseq_t *iseq)
     return (ISEQ_BODY(iseq)->builtin_attrs & BUILTIN_ATTR_C_TRACE) != 0;
 }
 
+/* A frame running a rescue or ensure clause.  vm_backtrace.c asks the
+ * iseq's type (ISEQ_TYPE_RESCUE/ENSURE); vm_exec_handle_exception pushes
+ * exactly those iseqs, and only those, with the RESCUE magic, which one
+ * load of the frame's flags reads.  Such a frame is pushed with no method
+ * entry in its own slot and none is ever written there (svars and crefs
+ * go to local environments; a rescue frame's is not local), so a frame
+ * whose slot holds a method entry is not one: the capture loop asks only
+ * the others. */
 static inline bool
-rescue_or_ensure_p(const rb_iseq_t *iseq)
+rescue_frame_p(const rb_control_frame_t *cfp)
 {
-    enum rb_iseq_type type = ISEQ_BODY(iseq)->type;
-    return type == ISEQ_TYPE_RESCUE || type == ISEQ_TYPE_ENSURE;
+    return (cfp->ep[VM_ENV_DATA_INDEX_FLAGS] & VM_FRAME_MAGIC_MASK) == VM_FRAME_MAGIC_RESCUE;
 }
 
 static rb_execution_context_t *
@@ -59,6 +69,50 @@ current_ec(void)
     return th ? th->ec : NULL;
 }
 
+struct capture {
+    const rb_control_frame_t *cfp, *end_cfp;
+    struct sampling_frame *out, *limit;
+    bool truncated;
+};
+
+/* Captures cfp into *out; true when it is a rescue/ensure frame. */
+static inline bool
+capture_frame(const rb_control_frame_t *cfp, struct sampling_frame *out)
+{
+    VALUE v = cfp->ep[VM_ENV_DATA_INDEX_ME_CREF];
+    out->iseq = (uintptr_t)cfp->iseq;
+    out->pc = (uintptr_t)cfp->pc;
+    if (RB_LIKELY(imemo_kind_p(v, imemo_ment))) {
+        /* a method or C method: never a rescue frame */
+        RUBY_ASSERT(!rescue_frame_p(cfp));
+        out->cme = v;
+        return false;
+    }
+    out->cme = frame_method_entry_slow(cfp->ep);
+    return rescue_frame_p(cfp);
+}
+
+/* The walk with every rule of rb_ec_partial_backtrace_object, from c->cfp
+ * on, the frame before it having been a rescue/ensure frame when
+ * skip_next: the frame after one is not shown (it repeats its label). */
+static void
+capture_rest(struct capture *c, bool skip_next)
+{
+    for (; c->cfp != c->end_cfp; c->cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(c->cfp)) {
+        if (c->cfp->iseq) {
+            if (!c->cfp->pc) continue;
+            bool skip = skip_next;
+            skip_next = rescue_frame_p(c->cfp);
+            if (skip) continue;
+        }
+        if (c->out == c->limit) {
+            c->truncated = true;
+            return;
+        }
+        capture_frame(c->cfp, c->out++);
+    }
+}
+
 uint32_t
 sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *truncated)
 {
@@ -66,40 +120,37 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *trunca
     rb_execution_context_t *ec = current_ec();
     if (!ec || !ec->vm_stack || !ec->cfp) return 0;
 
-    const rb_control_frame_t *cfp = ec->cfp;
     /* the two dummy top frames are not shown */
+    const rb_control_frame_t *cfp = ec->cfp;
     const rb_control_frame_t *end_cfp = RUBY_VM_NEXT_CONTROL_FRAME(RUBY_VM_END_CONTROL_FRAME(ec));
-    uint32_t n = 0;
+    struct sampling_frame *out = buf;
 
+    /* The common walk (about 20 instructions a frame), until the first
+     * rescue/ensure frame, or the first `depth` control frames (each
+     * gives at most one frame, so no depth check); from there on, every
+     * rule. */
+    const rb_control_frame_t *fast_end = end_cfp - cfp > (ptrdiff_t)depth ? cfp + depth : end_cfp;
     bool skip_next = false;
-
-    for (; cfp != end_cfp; cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp)) {
-        const rb_iseq_t *iseq = cfp->iseq;
-        const VALUE *pc = cfp->pc;
-        if (iseq) {
-            if (!pc) continue;  /* dummy and IFUNC frames: not shown */
-            /* the frame after a rescue/ensure frame is not shown */
-            bool skip = skip_next;
-            skip_next = rescue_or_ensure_p(iseq);
-            if (skip) continue;
-        }
-        if (n == depth) {
-            *truncated = true;
+    for (; cfp != fast_end; cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp)) {
+        if (RB_UNLIKELY(!cfp->pc) && cfp->iseq) continue;  /* dummy and IFUNC frames: not shown */
+        if (RB_UNLIKELY(capture_frame(cfp, out++))) {
+            skip_next = true;
+            cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp);
             break;
         }
-        buf[n].iseq = (uintptr_t)iseq;
-        buf[n].pc = (uintptr_t)pc;
-        buf[n].cme = frame_method_entry(cfp->ep);
-        n++;
     }
+    struct capture c = { cfp, end_cfp, out, buf + depth, false };
+    capture_rest(&c, skip_next);
 
+    uint32_t n = (uint32_t)(c.out - buf);
+    *truncated = c.truncated;
     /* Cut after C frames: keep the Ruby frame that called them, for their
      * file and line. */
-    if (*truncated && (!buf[n - 1].iseq || iseq_c_trace_p((const rb_iseq_t *)buf[n - 1].iseq))) {
-        for (; cfp != end_cfp; cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp)) {
-            if (cfp->iseq && cfp->pc && !iseq_c_trace_p(cfp->iseq)) {
-                buf[n].iseq = (uintptr_t)cfp->iseq;
-                buf[n].pc = (uintptr_t)cfp->pc | SAMPLING_FRAME_LOCATION_ONLY;
+    if (c.truncated && (!buf[n - 1].iseq || iseq_c_trace_p((const rb_iseq_t *)buf[n - 1].iseq))) {
+        for (; c.cfp != c.end_cfp; c.cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(c.cfp)) {
+            if (c.cfp->iseq && c.cfp->pc && !iseq_c_trace_p(c.cfp->iseq)) {
+                buf[n].iseq = (uintptr_t)c.cfp->iseq;
+                buf[n].pc = (uintptr_t)c.cfp->pc | SAMPLING_FRAME_LOCATION_ONLY;
                 buf[n].cme = 0;
                 n++;
                 break;

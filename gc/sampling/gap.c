@@ -3,12 +3,6 @@
 
 #include <math.h>
 
-static inline uint64_t
-rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
 /* splitmix64 (Steele, Lea, Flood 2014): spreads any seed, 0 included,
  * into a state xoshiro accepts (not all zero). */
 static uint64_t
@@ -24,48 +18,6 @@ void
 sampling_rng_seed(struct sampling_rng *rng, uint64_t seed)
 {
     for (int i = 0; i < 4; i++) rng->s[i] = splitmix64(&seed);
-}
-
-/* xoshiro256** 1.0 (Blackman, Vigna 2018). */
-uint64_t
-sampling_rng_next(struct sampling_rng *rng)
-{
-    uint64_t *s = rng->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-double
-sampling_rng_uniform(struct sampling_rng *rng)
-{
-    /* 53 random bits k give (k + 1) / 2^53 in (0, 1]. */
-    return (double)((sampling_rng_next(rng) >> 11) + 1) * 0x1.0p-53;
-}
-
-int64_t
-sampling_gap_next(struct sampling_rng *rng, enum sampling_mode mode, uint64_t interval)
-{
-    double gap;
-
-    if (mode == SAMPLING_MODE_FIXED) {
-        gap = (double)interval;
-    }
-    else {
-        /* Inverse CDF of the exponential distribution with mean interval.
-         * Rounding up keeps every gap >= 1 byte; a point on a byte means
-         * the allocation holding that byte is sampled. */
-        gap = ceil(-log(sampling_rng_uniform(rng)) * (double)interval);
-    }
-    if (gap < 1) return 1;
-    if (gap > (double)SAMPLING_GAP_MAX) return SAMPLING_GAP_MAX;
-    return (int64_t)gap;
 }
 
 double

@@ -33,6 +33,7 @@
 #ifndef SAMPLING_GAP_H
 #define SAMPLING_GAP_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,15 +53,51 @@ struct sampling_rng {
 /* Seeds the generator; every seed, 0 included, gives a valid state. */
 void sampling_rng_seed(struct sampling_rng *rng, uint64_t seed);
 
-/* The next 64 random bits. */
-uint64_t sampling_rng_next(struct sampling_rng *rng);
+/* The next 64 random bits: xoshiro256** 1.0 (Blackman, Vigna 2018).
+ * Inline, with the two below: they run on every Poisson sample. */
+static inline uint64_t
+sampling_rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
 
-/* A uniform double in (0, 1]: never 0, so -log(u) is finite. */
-double sampling_rng_uniform(struct sampling_rng *rng);
+static inline uint64_t
+sampling_rng_next(struct sampling_rng *rng)
+{
+    uint64_t *s = rng->s;
+    uint64_t result = sampling_rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = sampling_rotl(s[3], 45);
+    return result;
+}
+
+/* A uniform double in (0, 1]: never 0, so -log(u) is finite.  53 random
+ * bits k give (k + 1) / 2^53. */
+static inline double
+sampling_rng_uniform(struct sampling_rng *rng)
+{
+    return (double)((sampling_rng_next(rng) >> 11) + 1) * 0x1.0p-53;
+}
 
 /* Bytes from one point to the next, in [1, SAMPLING_GAP_MAX].
- * fixed: interval; poisson: ceil(-log(u) * interval). */
-int64_t sampling_gap_next(struct sampling_rng *rng, enum sampling_mode mode, uint64_t interval);
+ * fixed: interval; poisson: ceil(-log(u) * interval), the inverse CDF of
+ * the exponential distribution with mean interval.  Rounding up keeps
+ * every gap >= 1 byte; a point on a byte means the allocation holding
+ * that byte is sampled. */
+static inline int64_t
+sampling_gap_next(struct sampling_rng *rng, enum sampling_mode mode, uint64_t interval)
+{
+    double gap = mode == SAMPLING_MODE_FIXED ? (double)interval
+                                             : ceil(-log(sampling_rng_uniform(rng)) * (double)interval);
+    if (gap < 1) return 1;
+    if (gap > (double)SAMPLING_GAP_MAX) return SAMPLING_GAP_MAX;
+    return (int64_t)gap;
+}
 
 /* The estimated bytes a sample stands for (see the model above).  `points`
  * >= 1 is how many points the sampled allocation of `size` bytes held. */

@@ -6,26 +6,29 @@
 
 /* ---- stacks ---- */
 
-/* The hash mixes the depth and at most the 16 innermost and 16 outermost
- * frames: cheap on the sampling path however deep the stack, and stacks
- * that differ only in the middle are told apart by the full comparison
- * that every hit makes anyway. */
+/* The hash mixes the depth and at most the 8 innermost and 8 outermost
+ * frames, one multiply a frame: cheap on the sampling path however deep
+ * the stack (stacks that differ only in the middle share a hash and are
+ * told apart by the full comparison that every hit makes anyway).  A
+ * frame's pc and method entry say where it is (the pc lies inside its
+ * iseq; a C frame has none); the comparison also checks the iseq. */
+#define STACK_HASH_ENDS 8
+
 static inline uint64_t
 frame_mix(uint64_t h, const struct sampling_frame *f)
 {
-    h = (h ^ f->iseq) * UINT64_C(0x100000001b3);
-    h = (h ^ f->cme) * UINT64_C(0x100000001b3);
-    return (h ^ f->pc) * UINT64_C(0x100000001b3);
+    return (h ^ (f->pc + f->cme)) * UINT64_C(0x9e3779b97f4a7c15);
 }
 
 static uint64_t
 stack_hash(const struct sampling_frame *frames, uint32_t nframes, bool truncated)
 {
     uint64_t h = UINT64_C(0xcbf29ce484222325) ^ nframes ^ ((uint64_t)truncated << 63);
-    uint32_t head = nframes < 16 ? nframes : 16;
+    uint32_t head = nframes < STACK_HASH_ENDS ? nframes : STACK_HASH_ENDS;
     for (uint32_t i = 0; i < head; i++) h = frame_mix(h, &frames[i]);
-    for (uint32_t i = nframes > 32 ? nframes - 16 : head; i < nframes; i++) h = frame_mix(h, &frames[i]);
-    return h ^ (h >> 29);
+    uint32_t tail = nframes > 2 * STACK_HASH_ENDS ? nframes - STACK_HASH_ENDS : head;
+    for (uint32_t i = tail; i < nframes; i++) h = frame_mix(h, &frames[i]);
+    return h ^ (h >> 32);
 }
 
 static bool

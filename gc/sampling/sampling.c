@@ -35,8 +35,9 @@
  * GC_HOOK_UPDATE_REFERENCES follows compaction.
  *
  * Locking: every hook runs with the VM lock held (newobj_cache_miss takes
- * it; GC holds it); API calls take it too (sampler.h), and start, stop and
- * clear also wait at the VM barrier.  Nothing on the sampling path allocates a Ruby object or can
+ * it; GC holds it), except a sample taken while only one Ractor exists,
+ * which the GVL serialises as the lock would; API calls take the lock too
+ * (sampler.h), and start, stop and clear also wait at the VM barrier.  Nothing on the sampling path allocates a Ruby object or can
  * start a GC: records and stacks live in malloc'd memory.
  */
 
@@ -75,6 +76,14 @@ static void sampling_update_references(void *objspace);
 #define GC_HOOK_NEWOBJ_CACHE_MISS(objspace, cache, heap_idx) \
     ((cache)->heap_caches[heap_idx].freelist ? ractor_cache_allocate_slot((objspace), (cache), (heap_idx)) : \
      RB_UNLIKELY((cache)->sample_points[heap_idx].tail != NULL) \
+        ? sampling_take((objspace), (cache), (heap_idx), klass, flags) : Qfalse)
+/* With a single Ractor the VM lock excludes nothing the GVL does not (it
+ * is owned per Ractor, so its threads re-enter it freely): a sample there
+ * is taken before the lock, saving its cost.  A non-empty list is the
+ * marking step budget: left to the locked path. */
+#define GC_HOOK_NEWOBJ_CACHE_MISS_UNLOCKED(objspace, cache, heap_idx) \
+    (RB_UNLIKELY((cache)->sample_points[heap_idx].tail != NULL) && !(cache)->heap_caches[heap_idx].freelist && \
+     !rb_gc_multi_ractor_p() \
         ? sampling_take((objspace), (cache), (heap_idx), klass, flags) : Qfalse)
 #define GC_HOOK_CACHE_CLEAR(cache, heap_idx) \
     do { if (RB_UNLIKELY(sampling_on)) sampling_cache_clear((cache), (heap_idx)); } while (0)
@@ -148,8 +157,7 @@ cache_list(rb_ractor_newobj_cache_t *cache, size_t heap_idx)
 static inline size_t
 slot_bytes(size_t heap_idx)
 {
-    rb_objspace_t *objspace = rb_gc_get_objspace();
-    return heaps[heap_idx].slot_size;
+    return heap_slot_size((unsigned char)heap_idx);
 }
 
 /* A cache created (or last seen) under an older start gets fresh points.
