@@ -132,12 +132,24 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *trunca
     const rb_control_frame_t *fast_end = end_cfp - cfp > (ptrdiff_t)depth ? cfp + depth : end_cfp;
     bool skip_next = false;
     for (; cfp != fast_end; cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp)) {
-        if (RB_UNLIKELY(!cfp->pc) && cfp->iseq) continue;  /* dummy and IFUNC frames: not shown */
-        if (RB_UNLIKELY(capture_frame(cfp, out++))) {
-            skip_next = true;
-            cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp);
-            break;
+        const VALUE *pc = cfp->pc;
+        const rb_iseq_t *iseq = cfp->iseq;
+        if (RB_UNLIKELY(!pc) && iseq) continue;  /* dummy and IFUNC frames: not shown */
+        VALUE v = cfp->ep[VM_ENV_DATA_INDEX_ME_CREF];
+        out->pc = (uintptr_t)pc;
+        out->iseq = (uintptr_t)iseq;
+        if (RB_UNLIKELY(!imemo_kind_p(v, imemo_ment))) {
+            /* not a method or C method: a block, the top level, a class
+             * body, a rescue clause... */
+            v = frame_method_entry_slow(cfp->ep);
+            if (RB_UNLIKELY(rescue_frame_p(cfp))) {
+                out++->cme = v;
+                skip_next = true;
+                cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp);
+                break;
+            }
         }
+        out++->cme = v;
     }
     struct capture c = { cfp, end_cfp, out, buf + depth, false };
     capture_rest(&c, skip_next);
