@@ -2,6 +2,7 @@
 #include "gap.h"
 
 #include <math.h>
+#include <stdbool.h>
 
 /* splitmix64 (Steele, Lea, Flood 2014): spreads any seed, 0 included,
  * into a state xoshiro accepts (not all zero). */
@@ -14,9 +15,59 @@ splitmix64(uint64_t *x)
     return z ^ (z >> 31);
 }
 
+/* The ziggurat for exp(-x): 256 layers of equal area V; the base layer
+ * holds the tail past R.  Built as zigset builds it in the paper, with
+ * 2^56 for 2^32. */
+#define ZIG_R 7.697117470131487
+#define ZIG_V 3.949659822581572e-3
+#define ZIG_SCALE 72057594037927936.0   /* 2^56 */
+
+struct sampling_zig sampling_zig;
+static bool zig_ready;
+
+static void
+zig_setup(void)
+{
+    struct sampling_zig *z = &sampling_zig;
+    double x = ZIG_R, outer = x;
+    double q = ZIG_V / exp(-x);
+    z->k[0] = (uint64_t)((x / q) * ZIG_SCALE);
+    z->k[1] = 0;
+    z->w[0] = q / ZIG_SCALE;
+    z->w[SAMPLING_ZIG_LAYERS - 1] = x / ZIG_SCALE;
+    z->f[0] = 1.0;
+    z->f[SAMPLING_ZIG_LAYERS - 1] = exp(-x);
+    for (int i = SAMPLING_ZIG_LAYERS - 2; i >= 1; i--) {
+        x = -log(ZIG_V / x + exp(-x));
+        z->k[i + 1] = (uint64_t)((x / outer) * ZIG_SCALE);
+        outer = x;
+        z->f[i] = exp(-x);
+        z->w[i] = x / ZIG_SCALE;
+    }
+    zig_ready = true;
+}
+
+double
+sampling_exp_slow(struct sampling_rng *rng, uint64_t r)
+{
+    for (;;) {
+        unsigned i = (unsigned)(r & (SAMPLING_ZIG_LAYERS - 1));
+        uint64_t j = r >> 8;
+        if (j < sampling_zig.k[i]) return (double)j * sampling_zig.w[i];
+        /* the base layer's tail: past R, exp is memoryless */
+        if (i == 0) return ZIG_R - log(sampling_rng_uniform(rng));
+        /* the wedge between the layer's rectangle and the curve */
+        double x = (double)j * sampling_zig.w[i];
+        double y = sampling_zig.f[i] + sampling_rng_uniform(rng) * (sampling_zig.f[i - 1] - sampling_zig.f[i]);
+        if (y < exp(-x)) return x;
+        r = sampling_rng_next(rng);
+    }
+}
+
 void
 sampling_rng_seed(struct sampling_rng *rng, uint64_t seed)
 {
+    if (!zig_ready) zig_setup();
     for (int i = 0; i < 4; i++) rng->s[i] = splitmix64(&seed);
 }
 

@@ -50,7 +50,9 @@ struct sampling_rng {
     uint64_t s[4];
 };
 
-/* Seeds the generator; every seed, 0 included, gives a valid state. */
+/* Seeds the generator; every seed, 0 included, gives a valid state.  The
+ * first call also builds the ziggurat tables (single-threaded: the sampler
+ * seeds under the VM lock). */
 void sampling_rng_seed(struct sampling_rng *rng, uint64_t seed);
 
 /* The next 64 random bits: xoshiro256** 1.0 (Blackman, Vigna 2018).
@@ -84,19 +86,49 @@ sampling_rng_uniform(struct sampling_rng *rng)
     return (double)((sampling_rng_next(rng) >> 11) + 1) * 0x1.0p-53;
 }
 
+/* Exponential variates by the ziggurat method (Marsaglia, Tsang 2000,
+ * "The Ziggurat Method for Generating Random Variables", 256 layers), with
+ * 64-bit draws: the low 8 bits pick a layer, the high 56 the point in it,
+ * so the two never share bits.  About 99% of draws end in the inline test
+ * below (a multiply and a compare, no logarithm); the rest, and the tail
+ * past the base layer, take sampling_exp_slow.  The tables are built the
+ * first time a generator is seeded. */
+#define SAMPLING_ZIG_LAYERS 256
+
+struct sampling_zig {
+    uint64_t k[SAMPLING_ZIG_LAYERS];    /* x[i-1] / x[i], scaled by 2^56: below it, inside */
+    double w[SAMPLING_ZIG_LAYERS];      /* x[i] / 2^56 */
+    double f[SAMPLING_ZIG_LAYERS];      /* exp(-x[i]) */
+};
+extern struct sampling_zig sampling_zig;
+
+/* The rare case of sampling_exp, for the draw r. */
+double sampling_exp_slow(struct sampling_rng *rng, uint64_t r);
+
+/* An exponential variate with mean 1. */
+static inline double
+sampling_exp(struct sampling_rng *rng)
+{
+    uint64_t r = sampling_rng_next(rng);
+    unsigned i = (unsigned)(r & (SAMPLING_ZIG_LAYERS - 1));
+    uint64_t j = r >> 8;
+    if (__builtin_expect(j < sampling_zig.k[i], 1)) return (double)(int64_t)j * sampling_zig.w[i];
+    return sampling_exp_slow(rng, r);
+}
+
 /* Bytes from one point to the next, in [1, SAMPLING_GAP_MAX].
- * fixed: interval; poisson: ceil(-log(u) * interval), the inverse CDF of
- * the exponential distribution with mean interval.  Rounding up keeps
- * every gap >= 1 byte; a point on a byte means the allocation holding
- * that byte is sampled. */
+ * fixed: interval; poisson: ceil(E * interval) for E exponential with
+ * mean 1.  Rounding up keeps every gap >= 1 byte; a point on a byte means
+ * the allocation holding that byte is sampled. */
 static inline int64_t
 sampling_gap_next(struct sampling_rng *rng, enum sampling_mode mode, uint64_t interval)
 {
-    double gap = mode == SAMPLING_MODE_FIXED ? (double)interval
-                                             : ceil(-log(sampling_rng_uniform(rng)) * (double)interval);
-    if (gap < 1) return 1;
-    if (gap > (double)SAMPLING_GAP_MAX) return SAMPLING_GAP_MAX;
-    return (int64_t)gap;
+    if (mode == SAMPLING_MODE_FIXED) return interval > (uint64_t)SAMPLING_GAP_MAX ? SAMPLING_GAP_MAX : (int64_t)interval;
+    double mean = interval > (uint64_t)INT64_MAX ? (double)interval : (double)(int64_t)interval;
+    double x = sampling_exp(rng) * mean;
+    if (!(x < (double)SAMPLING_GAP_MAX)) return SAMPLING_GAP_MAX;
+    int64_t gap = (int64_t)x;                   /* x >= 0: truncation is floor */
+    return gap + ((double)gap < x || gap == 0); /* ceil, and at least 1 */
 }
 
 /* The estimated bytes a sample stands for (see the model above).  `points`

@@ -60,6 +60,46 @@ test_uniform_range(void)
     CHECK(fabs(sum / n - 0.5) < 6 * se, "uniform mean %g", sum / n);
 }
 
+/* The ziggurat's variates follow Exp(1): mean, variance, the KS distance
+ * over many draws (which would show a wrong layer or wedge), and the
+ * tail past the base layer (R = 7.697), which takes its own path. */
+static void
+test_exponential(void)
+{
+    struct sampling_rng rng;
+    sampling_rng_seed(&rng, 99);
+    enum { N = 2000000 };
+    static double x[N];
+    double sum = 0, sum2 = 0;
+    long past_r = 0, past_12 = 0;
+    for (int i = 0; i < N; i++) {
+        x[i] = sampling_exp(&rng);
+        sum += x[i];
+        sum2 += x[i] * x[i];
+        past_r += x[i] > 7.697117470131487;
+        past_12 += x[i] > 12;
+    }
+    double mean = sum / N, var = sum2 / N - mean * mean;
+    CHECK(fabs(mean - 1) < 6 / sqrt((double)N), "Exp(1) mean %g", mean);
+    /* the sample variance of Exp(1) has variance (mu4 - 1) / n = 8 / n */
+    CHECK(fabs(var - 1) < 6 * sqrt(8.0 / N), "Exp(1) variance %g", var);
+    double p = exp(-7.697117470131487);
+    CHECK(fabs(past_r - N * p) < 6 * sqrt(N * p), "tail past R: %ld, expected %g", past_r, N * p);
+    p = exp(-12.0);
+    CHECK(fabs(past_12 - N * p) < 6 * sqrt(N * p) + 1, "tail past 12: %ld, expected %g", past_12, N * p);
+
+    qsort(x, N, sizeof(double), cmp_double);
+    double d = 0;
+    for (int i = 0; i < N; i++) {
+        double cdf = -expm1(-x[i]);
+        double lo = cdf - (double)i / N, hi = (double)(i + 1) / N - cdf;
+        if (lo > d) d = lo;
+        if (hi > d) d = hi;
+    }
+    double critical = 1.95 / sqrt((double)N);
+    CHECK(d < critical, "Exp(1) KS distance %g >= %g", d, critical);
+}
+
 /* Gaps with mean `interval` follow the exponential distribution. */
 static void
 test_poisson_gaps(uint64_t interval, uint64_t seed)
@@ -164,6 +204,7 @@ main(void)
 {
     test_seeding();
     test_uniform_range();
+    test_exponential();
     test_poisson_gaps(1, 11);
     test_poisson_gaps(40, 12);
     test_poisson_gaps(4096, 13);
