@@ -7,9 +7,9 @@
  * sampler as it was.  A bad RUBY_GC_SAMPLING prints one warning on stderr
  * and sampling stays off; the program runs.
  *
- * Reading (samples, each_sample) snapshots the records with GC held off
- * (sampler_read_begin), resolving each distinct stack once into frozen
- * [path, lineno, label] arrays.  A Sample keeps its record's index and
+ * Reading (samples, each_sample, write_pprof) walks the records with GC
+ * held off (read_records), converting each distinct stack once: into
+ * frozen [path, lineno, label] arrays, or into pprof location ids.  A Sample keeps its record's index and
  * sequence number, so `object`, `live?`, `freed_gc`, `age` and `old?`
  * follow the record while it exists; it never refers to another record.
  */
@@ -281,72 +281,128 @@ stack_frames(const struct sampling_stack *s)
     return rb_ensure(stack_frames_body, (VALUE)&a, free_locations, (VALUE)&a);
 }
 
-/* A snapshot of every record taken before the call, as Sample objects. */
-struct snapshot {
-    VALUE result;
-    st_table *stacks;       /* stack -> its frames Array, one resolution each */
+/* ---- reading the records ---- */
+
+/* A read of the records taken before it began (seq below the limit
+ * sampler_read_begin returns), for samples and for write_pprof.  Records
+ * may be added (samples of the reader's own allocations) and evicted while
+ * the reader allocates, never moved or found dead: GC is off and other
+ * Ractors wait.  Each distinct stack is converted once (convert) and stays
+ * retained until the read ends, so no new stack can take its address
+ * meanwhile; visit gets the record's index, its sequence number and the
+ * conversion, and re-checks the sequence number after it allocates. */
+struct read {
+    st_table *stacks;       /* stack -> its conversion (0 while converting) */
     unsigned int lev;
     bool reading;
 };
+
+typedef st_data_t read_convert_fn(const struct sampling_stack *stack, void *arg);
+typedef void read_visit_fn(uint32_t index, uint64_t seq, st_data_t converted, void *arg);
+
+static void
+read_records(struct read *rd, read_convert_fn *convert, read_visit_fn *visit, void *arg)
+{
+    uint64_t limit = sampler_read_begin(&rd->lev);
+    rd->reading = true;
+    struct sampling_records *r = sampler_records();
+    for (size_t i = 0; i < r->used; i++) {
+        uint64_t seq = r->items[i].seq;
+        if (!seq || seq >= limit) continue;
+        struct sampling_stack *stack = r->items[i].stack;
+        st_data_t converted;
+        if (!st_lookup(rd->stacks, (st_data_t)stack, &converted)) {
+            sampling_stack_retain(stack);
+            st_insert(rd->stacks, (st_data_t)stack, 0);  /* released at the end, whatever happens */
+            converted = convert(stack, arg);
+            st_insert(rd->stacks, (st_data_t)stack, converted);
+        }
+        if (r->items[i].seq != seq) continue;  /* evicted while we allocated */
+        visit((uint32_t)i, seq, converted, arg);
+    }
+}
+
+struct read_end_arg {
+    void (*free_converted)(st_data_t);
+};
+
+static int
+read_release_i(st_data_t key, st_data_t value, st_data_t arg)
+{
+    void (*free_converted)(st_data_t) = ((struct read_end_arg *)arg)->free_converted;
+    if (free_converted && value) free_converted(value);
+    sampling_stack_release(sampler_records(), (struct sampling_stack *)key);
+    return ST_CONTINUE;
+}
+
+/* Ends a read (from an ensure function): releases the stacks, frees their
+ * conversions with free_converted (NULL: nothing to free), and lets GC and
+ * the other Ractors go on. */
+static void
+read_end(struct read *rd, void (*free_converted)(st_data_t))
+{
+    struct read_end_arg a = { free_converted };
+    if (rd->reading) st_foreach(rd->stacks, read_release_i, (st_data_t)&a);
+    st_free_table(rd->stacks);
+    if (rd->reading) sampler_read_end(rd->lev);
+}
+
+/* A snapshot of every record taken before the call, as Sample objects. */
+struct snapshot {
+    struct read read;
+    VALUE result;
+};
+
+static st_data_t
+snapshot_convert(const struct sampling_stack *stack, void *arg)
+{
+    /* (the frames Array stays reachable: GC is off, then the result holds it) */
+    return (st_data_t)stack_frames(stack);
+}
+
+static void
+snapshot_visit(uint32_t index, uint64_t seq, st_data_t frames, void *arg)
+{
+    struct snapshot *snap = arg;
+    struct sample_view *v;
+    VALUE sample = TypedData_Make_Struct(cSample, struct sample_view, &sample_type, v);
+    const struct sampling_record *rec = &sampler_records()->items[index];
+    if (rec->seq != seq) return;  /* evicted while we allocated */
+    v->index = index;
+    v->seq = seq;
+    RB_OBJ_WRITE(sample, &v->klass, rec->klass ? (VALUE)rec->klass : Qnil);
+    RB_OBJ_WRITE(sample, &v->frames, (VALUE)frames);
+    v->weight = rec->weight;
+    v->allocated_gc = rec->allocated_gc;
+    v->size = rec->size;
+    v->type = rec->type;
+    v->imemo_type = rec->imemo_type;
+    v->truncated = rec->stack->truncated;
+    v->live = rec->live_pos != SAMPLING_NONE;
+    v->freed_gc = rec->freed_gc;
+    v->old = rec->old;
+    rb_ary_push(snap->result, sample);
+}
 
 static VALUE
 snapshot_body(VALUE arg)
 {
     struct snapshot *snap = (struct snapshot *)arg;
-    uint64_t limit = sampler_read_begin(&snap->lev);
-    snap->reading = true;
-    struct sampling_records *r = sampler_records();
-    /* Records may be added (samples of our own allocations) and evicted
-     * while we allocate, never moved or found dead: GC is off and other
-     * Ractors wait.  Re-read each record after every allocation; a stack is
-     * retained while its frames are built. */
-    for (size_t i = 0; i < r->used; i++) {
-        if (!r->items[i].seq || r->items[i].seq >= limit) continue;
-        uint64_t seq = r->items[i].seq;
-        struct sampling_stack *stack = r->items[i].stack;
-        st_data_t frames;
-        if (!st_lookup(snap->stacks, (st_data_t)stack, &frames)) {
-            sampling_stack_retain(stack);
-            frames = (st_data_t)stack_frames(stack);
-            sampling_stack_release(r, stack);
-            /* (the frames Array stays reachable from the result below) */
-            st_insert(snap->stacks, (st_data_t)stack, frames);
-        }
-        struct sample_view *v;
-        VALUE sample = TypedData_Make_Struct(cSample, struct sample_view, &sample_type, v);
-        const struct sampling_record *rec = &r->items[i];
-        if (rec->seq != seq) continue;  /* evicted meanwhile */
-        v->index = (uint32_t)i;
-        v->seq = seq;
-        RB_OBJ_WRITE(sample, &v->klass, rec->klass ? (VALUE)rec->klass : Qnil);
-        RB_OBJ_WRITE(sample, &v->frames, (VALUE)frames);
-        v->weight = rec->weight;
-        v->allocated_gc = rec->allocated_gc;
-        v->size = rec->size;
-        v->type = rec->type;
-        v->imemo_type = rec->imemo_type;
-        v->truncated = rec->stack->truncated;
-        v->live = rec->live_pos != SAMPLING_NONE;
-        v->freed_gc = rec->freed_gc;
-        v->old = rec->old;
-        rb_ary_push(snap->result, sample);
-    }
+    read_records(&snap->read, snapshot_convert, snapshot_visit, snap);
     return snap->result;
 }
 
 static VALUE
 snapshot_ensure(VALUE arg)
 {
-    struct snapshot *snap = (struct snapshot *)arg;
-    st_free_table(snap->stacks);
-    if (snap->reading) sampler_read_end(snap->lev);
+    read_end(&((struct snapshot *)arg)->read, NULL);
     return Qnil;
 }
 
 static VALUE
 snapshot(void)
 {
-    struct snapshot snap = { rb_ary_new(), st_init_numtable(), 0, false };
+    struct snapshot snap = { { st_init_numtable(), 0, false }, rb_ary_new() };
     rb_ensure(snapshot_body, (VALUE)&snap, snapshot_ensure, (VALUE)&snap);
     return snap.result;
 }
@@ -491,59 +547,85 @@ rstring_index(struct pprof *p, VALUE str)
     return pprof_string(p, RSTRING_PTR(str), (size_t)RSTRING_LEN(str));
 }
 
-/* Location ids of a stack, innermost first (a malloc'd array of *n). */
-static uint64_t *
-stack_locations(struct pprof *p, const struct sampling_stack *s, uint32_t *n)
-{
-    uint64_t *ids = malloc((s->nframes ? s->nframes : 1) * sizeof(*ids));
-    if (!ids) rb_memerror();
-    if (!s->nframes) {
-        uint64_t boot = pprof_cstring(p, "<boot>");
-        ids[0] = pprof_location(p, pprof_function(p, boot, boot), 0);
-        *n = 1;
-        return ids;
-    }
-    struct sampling_location *locs = malloc(s->nframes * sizeof(*locs));
-    if (!locs) {
-        free(ids);
-        rb_memerror();
-    }
-    uint32_t count = sampling_frames_resolve(s->frames, s->nframes, locs);
-    for (uint32_t i = 0; i < count; i++) {
-        /* (no Ruby exception can escape here: these allocate strings only) */
-        VALUE label = sampling_location_label(&locs[i]), path = sampling_location_path(&locs[i]);
-        uint64_t function = pprof_function(p, rstring_index(p, label), rstring_index(p, path));
-        ids[i] = pprof_location(p, function, sampling_location_lineno(&locs[i]));
-        RB_GC_GUARD(label);
-        RB_GC_GUARD(path);
-    }
-    free(locs);
-    *n = count;
-    return ids;
-}
-
+/* A stack's location ids, innermost first.  Registered with the read
+ * before it is filled, so an exception while filling it (no memory for a
+ * label) leaks nothing: the read's end frees what is there. */
 struct stack_ids {
     uint64_t *ids;
     uint32_t n;
+    struct sampling_location *locs;  /* while filling */
 };
 
-static int
-free_stack_ids_i(st_data_t key, st_data_t value, st_data_t arg)
+static void
+free_stack_ids(st_data_t value)
 {
     struct stack_ids *s = (struct stack_ids *)value;
     free(s->ids);
+    free(s->locs);
     free(s);
-    return ST_CONTINUE;
 }
 
 struct pprof_build {
+    struct read read;
     struct pprof *p;
-    st_table *stacks;
+    uint64_t key_class, key_type;
     uint8_t *bytes;
     size_t len;
-    unsigned int lev;
-    bool reading;
 };
+
+static st_data_t
+pprof_convert(const struct sampling_stack *stack, void *arg)
+{
+    struct pprof_build *b = arg;
+    struct pprof *p = b->p;
+    struct stack_ids *s = calloc(1, sizeof(*s));
+    if (!s) rb_memerror();
+    st_insert(b->read.stacks, (st_data_t)stack, (st_data_t)s);
+    s->ids = malloc((stack->nframes ? stack->nframes : 1) * sizeof(*s->ids));
+    if (!s->ids) rb_memerror();
+    if (!stack->nframes) {
+        uint64_t boot = pprof_cstring(p, "<boot>");
+        s->ids[0] = pprof_location(p, pprof_function(p, boot, boot), 0);
+        s->n = 1;
+        return (st_data_t)s;
+    }
+    s->locs = malloc(stack->nframes * sizeof(*s->locs));
+    if (!s->locs) rb_memerror();
+    uint32_t count = sampling_frames_resolve(stack->frames, stack->nframes, s->locs);
+    for (uint32_t i = 0; i < count; i++) {
+        VALUE label = sampling_location_label(&s->locs[i]), path = sampling_location_path(&s->locs[i]);
+        uint64_t function = pprof_function(p, rstring_index(p, label), rstring_index(p, path));
+        s->ids[i] = pprof_location(p, function, sampling_location_lineno(&s->locs[i]));
+        RB_GC_GUARD(label);
+        RB_GC_GUARD(path);
+    }
+    free(s->locs);
+    s->locs = NULL;
+    s->n = count;
+    return (st_data_t)s;
+}
+
+static void
+pprof_visit(uint32_t index, uint64_t seq, st_data_t converted, void *arg)
+{
+    struct pprof_build *b = arg;
+    struct pprof *p = b->p;
+    const struct sampling_record *rec = &sampler_records()->items[index];
+    VALUE klass_name = rec->klass ? class_label((VALUE)rec->klass) : Qnil;
+    rec = &sampler_records()->items[index];
+    if (rec->seq != seq) return;  /* evicted while we allocated */
+    bool live = rec->live_pos != SAMPLING_NONE;
+    int64_t space = (int64_t)llround(rec->weight);
+    int64_t objects = (int64_t)llround(rec->weight / rec->size);
+    int64_t values[4] = { objects, space, live ? objects : 0, live ? space : 0 };
+    struct pprof_label labels[2];
+    size_t nlabels = 0;
+    labels[nlabels++] = (struct pprof_label){ b->key_type, pprof_cstring(p, type_name(rec->type)) };
+    if (!NIL_P(klass_name)) labels[nlabels++] = (struct pprof_label){ b->key_class, rstring_index(p, klass_name) };
+    const struct stack_ids *s = (const struct stack_ids *)converted;
+    pprof_sample(p, s->ids, s->n, values, 4, labels, nlabels);
+    RB_GC_GUARD(klass_name);
+}
 
 static VALUE
 pprof_build_body(VALUE arg)
@@ -566,40 +648,9 @@ pprof_build_body(VALUE arg)
     clock_gettime(CLOCK_REALTIME, &ts);
     pprof_time(p, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, 0);
 
-    uint64_t key_class = pprof_cstring(p, "class"), key_type = pprof_cstring(p, "type");
-    uint64_t limit = sampler_read_begin(&b->lev);
-    b->reading = true;
-    struct sampling_records *r = sampler_records();
-    for (size_t i = 0; i < r->used; i++) {
-        if (!r->items[i].seq || r->items[i].seq >= limit) continue;
-        uint64_t seq = r->items[i].seq;
-        struct sampling_stack *stack = r->items[i].stack;
-        st_data_t found;
-        if (!st_lookup(b->stacks, (st_data_t)stack, &found)) {
-            struct stack_ids *s = malloc(sizeof(*s));
-            if (!s) rb_memerror();
-            sampling_stack_retain(stack);
-            s->ids = stack_locations(p, stack, &s->n);
-            sampling_stack_release(r, stack);
-            st_insert(b->stacks, (st_data_t)stack, (st_data_t)s);
-            found = (st_data_t)s;
-        }
-        VALUE klass_name = Qnil;
-        if (r->items[i].seq == seq && r->items[i].klass) klass_name = class_label((VALUE)r->items[i].klass);
-        const struct sampling_record *rec = &r->items[i];
-        if (rec->seq != seq) continue;  /* evicted while we allocated */
-        bool live = rec->live_pos != SAMPLING_NONE;
-        int64_t space = (int64_t)llround(rec->weight);
-        int64_t objects = (int64_t)llround(rec->weight / rec->size);
-        int64_t values[4] = { objects, space, live ? objects : 0, live ? space : 0 };
-        struct pprof_label labels[2];
-        size_t nlabels = 0;
-        labels[nlabels++] = (struct pprof_label){ key_type, pprof_cstring(p, type_name(rec->type)) };
-        if (!NIL_P(klass_name)) labels[nlabels++] = (struct pprof_label){ key_class, rstring_index(p, klass_name) };
-        const struct stack_ids *s = (const struct stack_ids *)found;
-        pprof_sample(p, s->ids, s->n, values, 4, labels, nlabels);
-        RB_GC_GUARD(klass_name);
-    }
+    b->key_class = pprof_cstring(p, "class");
+    b->key_type = pprof_cstring(p, "type");
+    read_records(&b->read, pprof_convert, pprof_visit, b);
     if (!pprof_finish(p, true, &b->bytes, &b->len)) rb_memerror();
     return Qnil;
 }
@@ -608,9 +659,7 @@ static VALUE
 pprof_build_ensure(VALUE arg)
 {
     struct pprof_build *b = (struct pprof_build *)arg;
-    if (b->reading) sampler_read_end(b->lev);
-    st_foreach(b->stacks, free_stack_ids_i, 0);
-    st_free_table(b->stacks);
+    read_end(&b->read, free_stack_ids);
     pprof_free(b->p);
     return Qnil;
 }
@@ -619,8 +668,9 @@ pprof_build_ensure(VALUE arg)
 static VALUE
 pprof_bytes(void)
 {
-    struct pprof_build b = { pprof_new(), st_init_numtable(), NULL, 0, 0, false };
-    if (!b.p) rb_memerror();
+    struct pprof *p = pprof_new();
+    if (!p) rb_memerror();
+    struct pprof_build b = { { st_init_numtable(), 0, false }, p, 0, 0, NULL, 0 };
     rb_ensure(pprof_build_body, (VALUE)&b, pprof_build_ensure, (VALUE)&b);
     VALUE str = rb_str_new((const char *)b.bytes, (long)b.len);
     free(b.bytes);

@@ -4,7 +4,9 @@
  * Two halves.  Capture (on the sampling path) walks the current thread's
  * control frames (vm_core.h) and keeps, per frame, three words: the iseq,
  * the pc pointer and the method entry.  It computes no line number, no
- * label and no pc offset, and allocates nothing (~25 instructions a frame).
+ * label and no pc offset, and allocates nothing (21 instructions a frame
+ * for methods and C methods; blocks and top-level frames walk out to their
+ * method's environment).
  * Resolution (when samples are read) applies the rest of the rules of
  * rb_ec_partial_backtrace_object (vm_backtrace.c) and gives what
  * Thread::Backtrace::Location gives:
@@ -22,8 +24,9 @@
  * blocks with their method's name and lists C-level blocks (IFUNC) that
  * caller_locations does not show.
  *
- * Capture runs inside the allocator (VM lock held).  Resolution and the
- * readers allocate Ruby strings: never call them during GC.
+ * Capture runs inside the allocator (under the VM lock, or the GVL alone
+ * with a single Ractor).  Resolution and the readers allocate Ruby
+ * strings: never call them during GC.
  */
 #ifndef SAMPLING_FRAMES_H
 #define SAMPLING_FRAMES_H

@@ -37,8 +37,9 @@
  * Locking: every hook runs with the VM lock held (newobj_cache_miss takes
  * it; GC holds it), except a sample taken while only one Ractor exists,
  * which the GVL serialises as the lock would; API calls take the lock too
- * (sampler.h), and start, stop and clear also wait at the VM barrier.  Nothing on the sampling path allocates a Ruby object or can
- * start a GC: records and stacks live in malloc'd memory.
+ * (sampler.h), and start, stop and clear also wait at the VM barrier.
+ * Nothing on the sampling path allocates a Ruby object or can start a GC:
+ * records and stacks live in malloc'd memory.
  */
 
 #include "sample_point.h"

@@ -54,6 +54,36 @@ class FidelitySites
     self.class.send(:define_method, :dm) { [Object.new, caller_locations(0)] }
     dm
   end
+
+  # an ensure clause run by an exception (its own frame), then rescued
+  def in_ensure
+    r = nil
+    begin
+      raise "x"
+    ensure
+      r = [Object.new, caller_locations(0)]
+    end
+  rescue
+    r
+  end
+
+  # a rescue clause inside a rescue clause: two rescue frames in a row
+  def in_nested_rescue
+    raise "a"
+  rescue
+    begin
+      raise "b"
+    rescue
+      [Object.new, caller_locations(0)]
+    end
+  end
+
+  # a block called through C-level blocks (IFUNC frames, not shown)
+  def in_with_index
+    r = nil
+    [1].each.with_index { r = [Object.new, caller_locations(0)] }
+    r
+  end
 end
 
 class TestStackFidelity < Minitest::Test
@@ -81,48 +111,28 @@ class TestStackFidelity < Minitest::Test
 
   def sites = FidelitySites.new
 
-  def test_plain_method
-    s = assert_same_stack("Class#new") { sites.plain }
-    assert_equal "FidelitySites#plain", s.frames[1][2]
+  # The frames below the allocating C method are the labels given, then
+  # the rest of the stack as caller_locations shows it.
+  def assert_site(top_label, site, *labels)
+    s = assert_same_stack(top_label) { sites.public_send(site) }
+    assert_equal labels, s.frames[1, labels.size].map(&:last)
   end
+
+  def test_plain_method = assert_site("Class#new", :plain, "FidelitySites#plain")
+  def test_integer_times = assert_site("Class#new", :in_times, "block in FidelitySites#in_times", "Integer#times", "FidelitySites#in_times")
+  def test_array_map = assert_site("Class#new", :in_map, "block in FidelitySites#in_map", "Array#map")
+  def test_range_each = assert_site("Class#new", :in_range, "block in FidelitySites#in_range", "Range#each")
+  def test_kernel_loop = assert_site("Class#new", :in_loop, "block in FidelitySites#in_loop", "Kernel#loop")
+  def test_nested_blocks = assert_site("Class#new", :nested, "block (2 levels) in FidelitySites#nested")
+  def test_c_method_called_from_block = assert_site("String#*", :c_method_in_block, "block in FidelitySites#c_method_in_block", "Array#each")
+  def test_rescue_clause = assert_site("Class#new", :in_rescue, "FidelitySites#in_rescue")
+  def test_ensure_clause = assert_site("Class#new", :in_ensure, "FidelitySites#in_ensure")
+  def test_nested_rescue_clauses = assert_site("Class#new", :in_nested_rescue, "FidelitySites#in_nested_rescue")
+  def test_c_level_blocks_hidden = assert_site("Class#new", :in_with_index, "block in FidelitySites#in_with_index")
 
   def test_singleton_method
     s = assert_same_stack("Class#new") { FidelitySites.singleton }
     assert_equal "FidelitySites.singleton", s.frames[1][2]
-  end
-
-  def test_integer_times
-    s = assert_same_stack("Class#new") { sites.in_times }
-    assert_equal ["block in FidelitySites#in_times", "Integer#times", "FidelitySites#in_times"], s.frames[1, 3].map(&:last)
-  end
-
-  def test_array_map
-    s = assert_same_stack("Class#new") { sites.in_map }
-    assert_equal ["block in FidelitySites#in_map", "Array#map"], s.frames[1, 2].map(&:last)
-  end
-
-  def test_range_each
-    s = assert_same_stack("Class#new") { sites.in_range }
-    assert_equal ["block in FidelitySites#in_range", "Range#each"], s.frames[1, 2].map(&:last)
-  end
-
-  def test_kernel_loop
-    s = assert_same_stack("Class#new") { sites.in_loop }
-    assert_equal ["block in FidelitySites#in_loop", "Kernel#loop"], s.frames[1, 2].map(&:last)
-  end
-
-  def test_nested_blocks
-    s = assert_same_stack("Class#new") { sites.nested }
-    assert_equal "block (2 levels) in FidelitySites#nested", s.frames[1][2]
-  end
-
-  def test_c_method_called_from_block
-    s = assert_same_stack("String#*") { sites.c_method_in_block }
-    assert_equal ["block in FidelitySites#c_method_in_block", "Array#each"], s.frames[1, 2].map(&:last)
-  end
-
-  def test_rescue_clause
-    assert_same_stack("Class#new") { sites.in_rescue }
   end
 
   def test_define_method_block
@@ -161,6 +171,24 @@ class TestStackFidelity < Minitest::Test
     assert_equal ["Class#new", *locs.first(2).map(&:label)], s.frames.map(&:last),
                  "frames skipped after a rescue frame do not count against depth"
     assert s.truncated?
+  end
+
+  # depth equal to the frames shown keeps them all and is not a cut; one
+  # less is.
+  def sample_with_depth(depth)
+    Sampler.start(interval: 1, mode: :fixed, depth: depth)
+    obj = [1].each { break Object.new }
+    Sampler.stop
+    s = Sampler.samples.find { |x| x.object.equal?(obj) }
+    Sampler.clear
+    [s.frames.size, s.truncated?]
+  end
+
+  def test_depth_exactly_the_stack
+    n = caller_locations(0).size + 4   # Class#new, the block, Array#each, sample_with_depth, then these
+    assert_equal [n, false], sample_with_depth(n)
+    assert_equal [n - 1, true], sample_with_depth(n - 1)
+    assert_equal [n, false], sample_with_depth(n + 1)
   end
 
   def test_depth_truncates
