@@ -152,7 +152,7 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *trunca
         out++->cme = v;
     }
     struct capture c = { cfp, end_cfp, out, buf + depth, false };
-    capture_rest(&c, skip_next);
+    if (cfp != end_cfp) capture_rest(&c, skip_next);
 
     uint32_t n = (uint32_t)(c.out - buf);
     *truncated = c.truncated;

@@ -120,15 +120,28 @@ sampling_exp(struct sampling_rng *rng)
  * fixed: interval; poisson: ceil(E * interval) for E exponential with
  * mean 1.  Rounding up keeps every gap >= 1 byte; a point on a byte means
  * the allocation holding that byte is sampled. */
-static inline int64_t
-sampling_gap_next(struct sampling_rng *rng, enum sampling_mode mode, uint64_t interval)
+/* An interval as the mean of the exponential draws (one conversion). */
+static inline double
+sampling_gap_mean(uint64_t interval)
 {
-    if (mode == SAMPLING_MODE_FIXED) return interval > (uint64_t)SAMPLING_GAP_MAX ? SAMPLING_GAP_MAX : (int64_t)interval;
-    double mean = interval > (uint64_t)INT64_MAX ? (double)interval : (double)(int64_t)interval;
+    return interval > (uint64_t)INT64_MAX ? (double)interval : (double)(int64_t)interval;
+}
+
+/* A Poisson gap: ceil(E * mean), at least 1, at most SAMPLING_GAP_MAX. */
+static inline int64_t
+sampling_gap_poisson(struct sampling_rng *rng, double mean)
+{
     double x = sampling_exp(rng) * mean;
     if (!(x < (double)SAMPLING_GAP_MAX)) return SAMPLING_GAP_MAX;
     int64_t gap = (int64_t)x;                   /* x >= 0: truncation is floor */
     return gap + ((double)gap < x || gap == 0); /* ceil, and at least 1 */
+}
+
+static inline int64_t
+sampling_gap_next(struct sampling_rng *rng, enum sampling_mode mode, uint64_t interval)
+{
+    if (mode == SAMPLING_MODE_FIXED) return interval > (uint64_t)SAMPLING_GAP_MAX ? SAMPLING_GAP_MAX : (int64_t)interval;
+    return sampling_gap_poisson(rng, sampling_gap_mean(interval));
 }
 
 /* The estimated bytes a sample stands for (see the model above).  `points`

@@ -113,10 +113,13 @@ sample_point_take(struct sample_point *sp, struct sample_point_slot **list,
         sp->countdown += (int64_t)(n * config->interval);
     }
     else {
-        while (sp->countdown <= 0) {
-            sp->countdown += sampling_gap_next(&config->rng, config->mode, config->interval);
+        int64_t countdown = sp->countdown;
+        double mean = sampling_gap_mean(config->interval);
+        do {
+            countdown += sampling_gap_poisson(&config->rng, mean);
             n++;
-        }
+        } while (countdown <= 0);
+        sp->countdown = countdown;
     }
     *points = n;
 
