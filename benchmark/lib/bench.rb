@@ -435,6 +435,11 @@ def results_phase
   md << "depth 128, unless stated.\n\n"
   changed = lib_digests != LIBS_AT_START
   md << "**Warning: a GC library was rebuilt during this run; numbers mix two builds.**\n\n" if changed
+  kept = %w[callgrind wall].reject { |ph| PHASES.include?(ph) }.map do |ph|
+    f = File.join(WORK, ph == "wall" ? "wall.json" : "callgrind.json")
+    "#{ph} (from #{File.exist?(f) ? File.mtime(f).utc.iso8601 : "nothing: not run"})"
+  end
+  md << "This run measured #{PHASES.join(", ")} only; kept from an earlier run: #{kept.join(", ")}.\n\n" unless kept.empty?
 
   targets = []
   if base
@@ -628,7 +633,7 @@ MD
 
 # ---- main ----
 
-phases = opts[:phases]
+PHASES = phases = opts[:phases]
 if phases.include?("callgrind") then log "callgrind phase"; callgrind_phase
 else callgrind_phase(dry: true)
 end
