@@ -125,10 +125,12 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *trunca
     const rb_control_frame_t *end_cfp = RUBY_VM_NEXT_CONTROL_FRAME(RUBY_VM_END_CONTROL_FRAME(ec));
     struct sampling_frame *out = buf;
 
-    /* The common walk (about 20 instructions a frame), until the first
+    /* The common walk (21 instructions a frame), until the first
      * rescue/ensure frame, or the first `depth` control frames (each
      * gives at most one frame, so no depth check); from there on, every
-     * rule. */
+     * rule.  Its body is capture_frame written out: calling that here
+     * compiles to 23 (a register copy and a jump), 256 instructions at
+     * 128 frames. */
     const rb_control_frame_t *fast_end = end_cfp - cfp > (ptrdiff_t)depth ? cfp + depth : end_cfp;
     bool skip_next = false;
     for (; cfp != fast_end; cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp)) {

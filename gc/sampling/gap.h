@@ -116,10 +116,6 @@ sampling_exp(struct sampling_rng *rng)
     return sampling_exp_slow(rng, r);
 }
 
-/* Bytes from one point to the next, in [1, SAMPLING_GAP_MAX].
- * fixed: interval; poisson: ceil(E * interval) for E exponential with
- * mean 1.  Rounding up keeps every gap >= 1 byte; a point on a byte means
- * the allocation holding that byte is sampled. */
 /* An interval as the mean of the exponential draws (one conversion). */
 static inline double
 sampling_gap_mean(uint64_t interval)
@@ -137,6 +133,10 @@ sampling_gap_poisson(struct sampling_rng *rng, double mean)
     return gap + ((double)gap < x || gap == 0); /* ceil, and at least 1 */
 }
 
+/* Bytes from one point to the next, in [1, SAMPLING_GAP_MAX].
+ * fixed: interval; poisson: ceil(E * interval) for E exponential with
+ * mean 1.  Rounding up keeps every gap >= 1 byte; a point on a byte means
+ * the allocation holding that byte is sampled. */
 static inline int64_t
 sampling_gap_next(struct sampling_rng *rng, enum sampling_mode mode, uint64_t interval)
 {
