@@ -19,24 +19,23 @@ imemo_kind_p(VALUE v, enum imemo_type kind)
     return !RB_SPECIAL_CONST_P(v) && (RBASIC(v)->flags & IMEMO_KIND_MASK) == IMEMO_KIND(kind);
 }
 
-/* Blocks, svars, crefs: the rarer cases, out of the capture loop. */
-static NOINLINE(uintptr_t frame_method_entry_slow(const VALUE *ep));
+/* Blocks, svars, crefs: the rarer cases, out of the capture loop.  v is
+ * ep's own slot, already known not to hold a method entry. */
+static NOINLINE(uintptr_t frame_method_entry_slow(const VALUE *ep, VALUE v));
 
 static uintptr_t
-frame_method_entry_slow(const VALUE *ep)
+frame_method_entry_slow(const VALUE *ep, VALUE v)
 {
-    for (;;) {
-        VALUE v = ep[VM_ENV_DATA_INDEX_ME_CREF];
-        if (imemo_kind_p(v, imemo_ment)) return v;
-        if (VM_ENV_LOCAL_P(ep)) {
-            if (imemo_kind_p(v, imemo_svar)) {
-                v = ((struct vm_svar *)v)->cref_or_me;
-                if (imemo_kind_p(v, imemo_ment)) return v;
-            }
-            return 0;
-        }
+    while (!VM_ENV_LOCAL_P(ep)) {
         ep = VM_ENV_PREV_EP(ep);
+        v = ep[VM_ENV_DATA_INDEX_ME_CREF];
+        if (imemo_kind_p(v, imemo_ment)) return v;
     }
+    if (imemo_kind_p(v, imemo_svar)) {
+        v = ((struct vm_svar *)v)->cref_or_me;
+        if (imemo_kind_p(v, imemo_ment)) return v;
+    }
+    return 0;
 }
 
 static inline bool
@@ -88,7 +87,7 @@ capture_frame(const rb_control_frame_t *cfp, struct sampling_frame *out)
         out->cme = v;
         return false;
     }
-    out->cme = frame_method_entry_slow(cfp->ep);
+    out->cme = frame_method_entry_slow(cfp->ep, v);
     return rescue_frame_p(cfp);
 }
 
@@ -143,7 +142,7 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *trunca
         if (RB_UNLIKELY(!imemo_kind_p(v, imemo_ment))) {
             /* not a method or C method: a block, the top level, a class
              * body, a rescue clause... */
-            v = frame_method_entry_slow(cfp->ep);
+            v = frame_method_entry_slow(cfp->ep, v);
             if (RB_UNLIKELY(rescue_frame_p(cfp))) {
                 out++->cme = v;
                 skip_next = true;

@@ -129,8 +129,9 @@ sampling_gap_poisson(struct sampling_rng *rng, double mean)
 {
     double x = sampling_exp(rng) * mean;
     if (!(x < (double)SAMPLING_GAP_MAX)) return SAMPLING_GAP_MAX;
-    int64_t gap = (int64_t)x;                   /* x >= 0: truncation is floor */
-    return gap + ((double)gap < x || gap == 0); /* ceil, and at least 1 */
+    /* floor + 1 (x >= 0: truncation is floor): the ceiling, and at least
+     * 1, except when x is a whole number, which has probability 0 */
+    return (int64_t)x + 1;
 }
 
 /* Bytes from one point to the next, in [1, SAMPLING_GAP_MAX].

@@ -170,20 +170,27 @@ ensure_capacity(struct sampling_records *r)
     return true;
 }
 
+/* The dead queue is a ring whose capacity is a power of two. */
+static inline size_t
+dead_at(const struct sampling_records *r, size_t i)
+{
+    return (r->dead_head + i) & (r->dead_capacity - 1);
+}
+
 static bool
 dead_push(struct sampling_records *r, uint32_t index)
 {
     if (r->ndead == r->dead_capacity) {
-        size_t capacity = r->dead_capacity ? r->dead_capacity * 2 : 1024;
-        uint32_t *dead = malloc(capacity * sizeof(*dead));
+        size_t old = r->dead_capacity, capacity = old ? old * 2 : 1024;
+        uint32_t *dead = realloc(r->dead, capacity * sizeof(*dead));
         if (!dead) return false;
-        for (size_t i = 0; i < r->ndead; i++) dead[i] = r->dead[(r->dead_head + i) % r->dead_capacity];
-        free(r->dead);
+        /* The full ring runs from dead_head to the old end, then from 0:
+         * that second part moves past the old end, where it continues. */
+        memcpy(dead + old, dead, r->dead_head * sizeof(*dead));
         r->dead = dead;
-        r->dead_head = 0;
         r->dead_capacity = capacity;
     }
-    r->dead[(r->dead_head + r->ndead) % r->dead_capacity] = index;
+    r->dead[dead_at(r, r->ndead)] = index;
     r->ndead++;
     return true;
 }
@@ -207,7 +214,7 @@ take_slot(struct sampling_records *r)
     if (r->used < r->max && ensure_capacity(r)) return (uint32_t)r->used++;
     if (r->ndead) {
         uint32_t index = r->dead[r->dead_head];
-        r->dead_head = (r->dead_head + 1) % r->dead_capacity;
+        r->dead_head = dead_at(r, 1);
         r->ndead--;
         release_slot(r, index);
         r->evicted++;
@@ -426,7 +433,7 @@ sampling_records_verify(const struct sampling_records *r)
     }
     if (dead != r->ndead) return "dead records != dead queue";
     for (size_t i = 0; i < r->ndead; i++) {
-        uint32_t index = r->dead[(r->dead_head + i) % r->dead_capacity];
+        uint32_t index = r->dead[dead_at(r, i)];
         if (!r->items[index].seq || r->items[index].live_pos != SAMPLING_NONE) return "dead queue holds a live or unused slot";
     }
     /* every reference held is counted once per holder */

@@ -56,7 +56,7 @@ sample_point_reset(struct sample_point *sp, struct sample_point_config *config)
 }
 
 void
-sample_point_place(struct sample_point *sp, struct sample_point_slot **list,
+sample_point_place(struct sample_point *sp, sample_point_list *list,
                    size_t count, size_t slot_size)
 {
     /* The k-th slot (1-based) reaches the point: k = ceil(countdown / size). */
@@ -91,7 +91,7 @@ sample_point_place(struct sample_point *sp, struct sample_point_slot **list,
 }
 
 struct sample_point_slot *
-sample_point_take(struct sample_point *sp, struct sample_point_slot **list,
+sample_point_take(struct sample_point *sp, sample_point_list *list,
                   size_t slot_size, struct sample_point_config *config, uint64_t *points)
 {
     struct sample_point_slot *slot = sp->tail;
@@ -129,7 +129,7 @@ sample_point_take(struct sample_point *sp, struct sample_point_slot **list,
 }
 
 void
-sample_point_rejoin(struct sample_point *sp, struct sample_point_slot **list, size_t slot_size)
+sample_point_rejoin(struct sample_point *sp, sample_point_list *list, size_t slot_size)
 {
     size_t unallocated = sample_point_list_length(*list);
     sp->countdown += (int64_t)(unallocated * slot_size);

@@ -46,11 +46,17 @@
 
 #include "gap.h"
 
-/* The layout of a free slot in gc/default/default.c (struct free_slot). */
-struct sample_point_slot {
+/* The layout of a free slot in gc/default/default.c (struct free_slot),
+ * and a list head (the cache's freelist field).  The collector reads and
+ * writes these memory words as its own types, in the same translation
+ * unit (sampling.c compiles this file in): may_alias tells the compiler
+ * they are the same memory, so it cannot reorder one access past the
+ * other under strict aliasing. */
+struct __attribute__((may_alias)) sample_point_slot {
     uintptr_t flags;
     struct sample_point_slot *next;
 };
+typedef struct sample_point_slot *sample_point_list __attribute__((may_alias));
 
 /* How points are drawn; shared by all pairs of one sampler. */
 struct sample_point_config {
@@ -73,13 +79,13 @@ void sample_point_reset(struct sample_point *sp, struct sample_point_config *con
 /* A cache took a list of `count` free slots of `slot_size` bytes: charge
  * them and, if the next point falls inside, cut the list before the slot
  * that reaches it.  Requires sp->tail == NULL. */
-void sample_point_place(struct sample_point *sp, struct sample_point_slot **list,
+void sample_point_place(struct sample_point *sp, sample_point_list *list,
                         size_t count, size_t slot_size);
 
 /* True when the cache list is empty and a sampled slot waits in the tail:
  * the slow path's allocation is a sample. */
 static inline bool
-sample_point_due(const struct sample_point *sp, struct sample_point_slot *const *list)
+sample_point_due(const struct sample_point *sp, const sample_point_list *list)
 {
     return *list == NULL && sp->tail != NULL;
 }
@@ -88,14 +94,14 @@ sample_point_due(const struct sample_point *sp, struct sample_point_slot *const 
  * the gaps to the next point, stores in *points how many points the slot
  * held (>= 1), and puts the rest of the tail back as the cache list with
  * the next point placed in it. */
-struct sample_point_slot *sample_point_take(struct sample_point *sp, struct sample_point_slot **list,
+struct sample_point_slot *sample_point_take(struct sample_point *sp, sample_point_list *list,
                                             size_t slot_size, struct sample_point_config *config,
                                             uint64_t *points);
 
 /* The cache gives its list back: the tail is joined back on (no slot is
  * lost) and the slots never allocated are credited back, so the countdown
  * stays exact.  Afterwards sp->tail == NULL. */
-void sample_point_rejoin(struct sample_point *sp, struct sample_point_slot **list, size_t slot_size);
+void sample_point_rejoin(struct sample_point *sp, sample_point_list *list, size_t slot_size);
 
 /* The number of slots on a list (walks it). */
 size_t sample_point_list_length(const struct sample_point_slot *list);

@@ -42,10 +42,29 @@
  * records and stacks live in malloc'd memory.
  */
 
+/* The sampling path's own files are compiled here, in one translation
+ * unit with the hooks, so the compiler can inline across them (extconf.rb
+ * leaves them out of the link).  Their functions are hidden: a visible
+ * function of a shared library may be interposed, so the compiler would
+ * not inline it at all.  What they include from the system and from Ruby
+ * comes first, to keep its visibility.  frames.c stays apart: it needs
+ * vm_core.h, which default.c is written to do without. */
+#include "ruby/internal/config.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ruby/ruby.h"
+#include "internal/sanitizers.h"
+#pragma GCC visibility push(hidden)
 #include "sample_point.h"
 #include "records.h"
 #include "frames.h"
 #include "sampler.h"
+#include "sample_point.c"
+#include "gap.c"
+#include "refset.c"
+#include "records.c"
+#pragma GCC visibility pop
 
 int rb_objspace_internal_object_p(VALUE obj);  /* gc.c, exported */
 
@@ -149,10 +168,10 @@ sampler_init(void)
     sampling_records_init(&sampler.records, sampler.params.max_samples);
 }
 
-static inline struct sample_point_slot **
+static inline sample_point_list *
 cache_list(rb_ractor_newobj_cache_t *cache, size_t heap_idx)
 {
-    return (struct sample_point_slot **)&cache->heap_caches[heap_idx].freelist;
+    return (sample_point_list *)&cache->heap_caches[heap_idx].freelist;
 }
 
 static inline size_t
@@ -210,7 +229,10 @@ sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, si
     else {
         in.klass = klass;
     }
-    in.nframes = sampling_frames_capture(sampler.scratch, sampler.params.depth, &in.truncated);
+    /* (a local, not &in.truncated: `in` then lives in registers) */
+    bool truncated;
+    in.nframes = sampling_frames_capture(sampler.scratch, sampler.params.depth, &truncated);
+    in.truncated = truncated;
     in.frames = sampler.scratch;
     in.weight = sampler.config.mode == SAMPLING_MODE_FIXED ? (double)points * (double)sampler.config.interval
                                                            : sampler.poisson_weight[heap_idx];
@@ -220,7 +242,7 @@ sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, si
     sampling_records_add(&sampler.records, &in);
 }
 
-static VALUE
+__attribute__((flatten)) static VALUE
 sampling_take(void *objspace_ptr, void *c, size_t heap_idx, VALUE klass, VALUE flags)
 {
     rb_objspace_t *objspace = objspace_ptr;
@@ -297,7 +319,7 @@ cache_place_i(void *c, void *data)
     rb_ractor_newobj_cache_t *cache = c;
     cache_sync(cache);
     for (size_t i = 0; i < HEAP_COUNT; i++) {
-        struct sample_point_slot **list = cache_list(cache, i);
+        sample_point_list *list = cache_list(cache, i);
         if (*list) sample_point_place(&cache->sample_points[i], list, sample_point_list_length(*list), slot_bytes(i));
     }
 }

@@ -133,6 +133,47 @@ test_sharing_drop_evict(void)
     sampling_records_free(&r);
 }
 
+/* The dead queue is a ring that grows: growing while its start is not at
+ * 0 must keep every dead record, in the order they died. */
+static void
+test_dead_queue_growth(void)
+{
+    struct sampling_records r;
+    sampling_records_init(&r, 3000);
+    struct sampling_frame f[1] = { { 1000, 2000, 1 } };
+    struct sampling_sample_in in = { .klass = 3000, .frames = f, .nframes = 1, .size = 40, .weight = 1 };
+    memset(dead_obj, 0, sizeof(dead_obj));
+    die_percent = 0;
+    sampling_rng_seed(&rng, 7);
+    uintptr_t obj = 0;
+    for (int i = 0; i < 3000; i++) { in.obj = 8 * ++obj; sampling_records_add(&r, &in); }
+    for (int i = 1; i <= 1000; i++) dead_obj[i] = 1;
+    sampling_records_check_liveness(&r, liveness, NULL, 1, true);
+    for (int i = 0; i < 500; i++) { in.obj = 8 * ++obj; sampling_records_add(&r, &in); }
+    CHECK(r.ndead == 500 && r.evicted == 500 && r.dead_head != 0, "500 dead left, the ring's start moved");
+
+    /* the queue now, oldest first; 1,000 more deaths pass 1,024 and grow it */
+    uint32_t before[500];
+    for (size_t i = 0; i < 500; i++) before[i] = r.dead[(r.dead_head + i) & (r.dead_capacity - 1)];
+    for (int i = 1001; i <= 2000; i++) dead_obj[i] = 1;
+    sampling_records_check_liveness(&r, liveness, NULL, 2, true);
+    CHECK(r.ndead == 1500 && r.dead_capacity > 1024, "1,500 dead, the ring grew (capacity %zu)", r.dead_capacity);
+    CHECK(sampling_records_verify(&r) == NULL, "invariants after growth: %s", sampling_records_verify(&r));
+
+    /* evictions take the 500 older deaths first, in order, then the rest */
+    int in_order = 1, ok = 1;
+    for (size_t i = 0; i < 1500; i++) {
+        in.obj = 8 * ++obj;
+        uint32_t slot = sampling_records_add(&r, &in);
+        if (i < 500 && slot != before[i]) in_order = 0;
+        if (slot == SAMPLING_NONE || sampling_records_verify(&r)) ok = 0;
+    }
+    CHECK(in_order, "the 500 older deaths are evicted first, oldest first");
+    CHECK(ok && r.ndead == 0 && r.evicted == 2000, "every dead record evicted once (evicted %llu)",
+          (unsigned long long)r.evicted);
+    sampling_records_free(&r);
+}
+
 static void
 test_refset(void)
 {
@@ -164,5 +205,6 @@ main(void)
     test_refset();
     test_sharing_drop_evict();
     test_random_streams();
+    test_dead_queue_growth();
     return check_summary();
 }
