@@ -370,7 +370,7 @@ snapshot_visit(uint32_t index, uint64_t seq, st_data_t frames, void *arg)
     if (rec->seq != seq) return;  /* evicted while we allocated */
     v->index = index;
     v->seq = seq;
-    RB_OBJ_WRITE(sample, &v->klass, rec->klass ? (VALUE)rec->klass : Qnil);
+    RB_OBJ_WRITE(sample, &v->klass, rec->stack->klass ? (VALUE)rec->stack->klass : Qnil);
     RB_OBJ_WRITE(sample, &v->frames, (VALUE)frames);
     v->weight = rec->weight;
     v->allocated_gc = rec->allocated_gc;
@@ -611,9 +611,10 @@ pprof_visit(uint32_t index, uint64_t seq, st_data_t converted, void *arg)
     struct pprof_build *b = arg;
     struct pprof *p = b->p;
     const struct sampling_record *rec = &sampler_records()->items[index];
-    VALUE klass_name = rec->klass ? class_label((VALUE)rec->klass) : Qnil;
-    rec = &sampler_records()->items[index];
     if (rec->seq != seq) return;  /* evicted while we allocated */
+    VALUE klass_name = rec->stack->klass ? class_label((VALUE)rec->stack->klass) : Qnil;
+    rec = &sampler_records()->items[index];
+    if (rec->seq != seq) return;  /* the same, while class_label allocated */
     bool live = rec->live_pos != SAMPLING_NONE;
     int64_t space = (int64_t)llround(rec->weight);
     int64_t objects = (int64_t)llround(rec->weight / rec->size);

@@ -19,18 +19,32 @@ imemo_kind_p(VALUE v, enum imemo_type kind)
     return !RB_SPECIAL_CONST_P(v) && (RBASIC(v)->flags & IMEMO_KIND_MASK) == IMEMO_KIND(kind);
 }
 
-/* Blocks, svars, crefs: the rarer cases, out of the capture loop.  v is
- * ep's own slot, already known not to hold a method entry. */
-static NOINLINE(uintptr_t frame_method_entry_slow(const VALUE *ep, VALUE v));
+/* The method entry of a frame whose own slot v holds none, the rarer
+ * cases, out of the capture loop's way.  A local environment (top level,
+ * class body, or a method that wrote $~ or $_) may hold it in an svar; a
+ * block's is in an outer environment (out of line: a walk). */
+static NOINLINE(uintptr_t block_method_entry(const VALUE *ep));
 
 static uintptr_t
-frame_method_entry_slow(const VALUE *ep, VALUE v)
+block_method_entry(const VALUE *ep)
 {
-    while (!VM_ENV_LOCAL_P(ep)) {
+    VALUE v;
+    do {
         ep = VM_ENV_PREV_EP(ep);
         v = ep[VM_ENV_DATA_INDEX_ME_CREF];
         if (imemo_kind_p(v, imemo_ment)) return v;
+    } while (!VM_ENV_LOCAL_P(ep));
+    if (imemo_kind_p(v, imemo_svar)) {
+        v = ((struct vm_svar *)v)->cref_or_me;
+        if (imemo_kind_p(v, imemo_ment)) return v;
     }
+    return 0;
+}
+
+static inline uintptr_t
+frame_method_entry_slow(const VALUE *ep, VALUE v)
+{
+    if (!VM_ENV_LOCAL_P(ep)) return block_method_entry(ep);
     if (imemo_kind_p(v, imemo_svar)) {
         v = ((struct vm_svar *)v)->cref_or_me;
         if (imemo_kind_p(v, imemo_ment)) return v;
@@ -71,6 +85,7 @@ current_ec(void)
 struct capture {
     const rb_control_frame_t *cfp, *end_cfp;
     struct sampling_frame *out, *limit;
+    uint64_t hash;          /* sampling_hash_pc of the frames so far */
     bool truncated;
 };
 
@@ -108,16 +123,21 @@ capture_rest(struct capture *c, bool skip_next)
             c->truncated = true;
             return;
         }
-        capture_frame(c->cfp, c->out++);
+        capture_frame(c->cfp, c->out);
+        c->hash = sampling_hash_pc(c->hash, c->out++->pc);
     }
 }
 
 uint32_t
-sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *truncated)
+sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *truncated, uint64_t *hash)
 {
     *truncated = false;
     rb_execution_context_t *ec = current_ec();
-    if (!ec || !ec->vm_stack || !ec->cfp) return 0;
+    /* (cfp is NULL whenever vm_stack is: rb_ec_clear_vm_stack clears it first) */
+    if (!ec || !ec->cfp) {
+        *hash = sampling_hash_end(SAMPLING_HASH_START, 0, false);
+        return 0;
+    }
 
     /* the two dummy top frames are not shown */
     const rb_control_frame_t *cfp = ec->cfp;
@@ -132,10 +152,12 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *trunca
      * 128 frames. */
     const rb_control_frame_t *fast_end = end_cfp - cfp > (ptrdiff_t)depth ? cfp + depth : end_cfp;
     bool skip_next = false;
+    uint64_t h = SAMPLING_HASH_START;
     for (; cfp != fast_end; cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp)) {
         const VALUE *pc = cfp->pc;
         const rb_iseq_t *iseq = cfp->iseq;
         if (RB_UNLIKELY(!pc) && iseq) continue;  /* dummy and IFUNC frames: not shown */
+        h = sampling_hash_pc(h, (uintptr_t)pc);
         VALUE v = cfp->ep[VM_ENV_DATA_INDEX_ME_CREF];
         out->pc = (uintptr_t)pc;
         out->iseq = (uintptr_t)iseq;
@@ -152,7 +174,7 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *trunca
         }
         out++->cme = v;
     }
-    struct capture c = { cfp, end_cfp, out, buf + depth, false };
+    struct capture c = { cfp, end_cfp, out, buf + depth, h, false };
     if (cfp != end_cfp) capture_rest(&c, skip_next);
 
     uint32_t n = (uint32_t)(c.out - buf);
@@ -165,11 +187,13 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *trunca
                 buf[n].iseq = (uintptr_t)c.cfp->iseq;
                 buf[n].pc = (uintptr_t)c.cfp->pc | SAMPLING_FRAME_LOCATION_ONLY;
                 buf[n].cme = 0;
+                c.hash = sampling_hash_pc(c.hash, buf[n].pc);
                 n++;
                 break;
             }
         }
     }
+    *hash = sampling_hash_end(c.hash, n, c.truncated);
     return n;
 }
 

@@ -39,9 +39,10 @@
 
 /* Fills buf with up to depth frames of the current thread, innermost first
  * (buf holds depth + 1: a location-only frame may follow a cut stack);
- * *truncated tells whether frames were left out.  Returns the count (0
- * when the VM cannot show a stack yet, e.g. during boot). */
-uint32_t sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *truncated);
+ * *truncated tells whether frames were left out, *hash is their
+ * sampling_stack_hash (records.h), mixed in as they are read.  Returns
+ * the count (0 when the VM cannot show a stack yet, e.g. during boot). */
+uint32_t sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *truncated, uint64_t *hash);
 
 /* A frame as caller_locations shows it. */
 struct sampling_location {

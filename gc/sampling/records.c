@@ -6,36 +6,19 @@
 
 /* ---- stacks ---- */
 
-/* The hash mixes the depth and at most the 8 innermost and 8 outermost
- * frames, one multiply a frame: cheap on the sampling path however deep
- * the stack (stacks that differ only in the middle share a hash and are
- * told apart by the full comparison that every hit makes anyway).  A
- * frame's pc and method entry say where it is (the pc lies inside its
- * iseq; a C frame has none); the comparison also checks the iseq. */
-#define STACK_HASH_ENDS 8
-
-static inline uint64_t
-frame_mix(uint64_t h, const struct sampling_frame *f)
+uint64_t
+sampling_stack_hash(const struct sampling_frame *frames, uint32_t nframes, bool truncated)
 {
-    return (h ^ (f->pc + f->cme)) * UINT64_C(0x9e3779b97f4a7c15);
-}
-
-static uint64_t
-stack_hash(const struct sampling_frame *frames, uint32_t nframes, bool truncated)
-{
-    uint64_t h = UINT64_C(0xcbf29ce484222325) ^ nframes ^ ((uint64_t)truncated << 63);
-    uint32_t head = nframes < STACK_HASH_ENDS ? nframes : STACK_HASH_ENDS;
-    for (uint32_t i = 0; i < head; i++) h = frame_mix(h, &frames[i]);
-    uint32_t tail = nframes > 2 * STACK_HASH_ENDS ? nframes - STACK_HASH_ENDS : head;
-    for (uint32_t i = tail; i < nframes; i++) h = frame_mix(h, &frames[i]);
-    return h ^ (h >> 32);
+    uint64_t h = SAMPLING_HASH_START;
+    for (uint32_t i = 0; i < nframes; i++) h = sampling_hash_pc(h, frames[i].pc);
+    return sampling_hash_end(h, nframes, truncated);
 }
 
 static bool
-stack_equal(const struct sampling_stack *s, uint64_t hash, const struct sampling_frame *frames,
+stack_equal(const struct sampling_stack *s, uint64_t hash, uintptr_t klass, const struct sampling_frame *frames,
             uint32_t nframes, bool truncated)
 {
-    return s->hash == hash && s->nframes == nframes && s->truncated == truncated &&
+    return s->hash == hash && s->klass == klass && s->nframes == nframes && s->truncated == truncated &&
         memcmp(s->frames, frames, nframes * sizeof(*frames)) == 0;
 }
 
@@ -82,44 +65,73 @@ table_remove(struct sampling_stack_table *t, struct sampling_stack *s)
     t->size--;
 }
 
-static void
-stack_hold_refs(struct sampling_records *r, const struct sampling_stack *s, bool hold)
+/* The references a stack holds, in order: its class, then each frame's
+ * iseq and method entry (0: none). */
+static inline uint32_t
+stack_nrefs(const struct sampling_stack *s)
 {
-    for (uint32_t i = 0; i < s->nframes; i++) {
-        const struct sampling_frame *f = &s->frames[i];
-        if (hold) {
-            if (f->iseq) refset_add(&r->refs, f->iseq);
-            if (f->cme) refset_add(&r->refs, f->cme);
-        }
-        else {
-            if (f->iseq) refset_remove(&r->refs, f->iseq);
-            if (f->cme) refset_remove(&r->refs, f->cme);
-        }
+    return 1 + 2 * s->nframes;
+}
+
+static inline uintptr_t
+stack_ref(const struct sampling_stack *s, uint32_t i)
+{
+    if (i == 0) return s->klass;
+    const struct sampling_frame *f = &s->frames[(i - 1) / 2];
+    return (i - 1) % 2 ? f->cme : f->iseq;
+}
+
+/* Lets go of the first n references of s. */
+static void
+stack_drop_refs(struct sampling_records *r, const struct sampling_stack *s, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        uintptr_t ref = stack_ref(s, i);
+        if (ref) refset_remove(&r->refs, ref);
     }
 }
 
-/* The stored stack equal to frames, stored now if new; NULL without memory. */
+/* Holds every reference of s, or (out of memory) none. */
+static bool
+stack_hold_refs(struct sampling_records *r, const struct sampling_stack *s)
+{
+    for (uint32_t i = 0; i < stack_nrefs(s); i++) {
+        uintptr_t ref = stack_ref(s, i);
+        if (ref && !refset_add(&r->refs, ref)) {
+            stack_drop_refs(r, s, i);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The stored stack of this class with these frames (whose hash is
+ * given), stored now if new; NULL without memory. */
 static struct sampling_stack *
-stack_intern(struct sampling_records *r, const struct sampling_frame *frames, uint32_t nframes, bool truncated)
+stack_intern(struct sampling_records *r, uintptr_t klass, const struct sampling_frame *frames, uint32_t nframes,
+             bool truncated, uint64_t hash)
 {
     struct sampling_stack_table *t = &r->stacks;
-    uint64_t hash = stack_hash(frames, nframes, truncated);
     if (t->capacity) {
         size_t mask = t->capacity - 1;
         for (size_t i = (size_t)hash & mask; t->slots[i]; i = (i + 1) & mask) {
-            if (stack_equal(t->slots[i], hash, frames, nframes, truncated)) return t->slots[i];
+            if (stack_equal(t->slots[i], hash, klass, frames, nframes, truncated)) return t->slots[i];
         }
     }
     if ((t->size + 1) * 2 > t->capacity && !table_grow(t)) return NULL;
     struct sampling_stack *s = malloc(sizeof(*s) + nframes * sizeof(*frames));
     if (!s) return NULL;
     s->hash = hash;
+    s->klass = klass;
     s->refcount = 0;
     s->nframes = nframes;
     s->truncated = truncated;
     memcpy(s->frames, frames, nframes * sizeof(*frames));
+    if (!stack_hold_refs(r, s)) {
+        free(s);
+        return NULL;
+    }
     table_insert(t, s);
-    stack_hold_refs(r, s, true);
     return s;
 }
 
@@ -128,7 +140,7 @@ stack_release(struct sampling_records *r, struct sampling_stack *s)
 {
     if (--s->refcount > 0) return;
     table_remove(&r->stacks, s);
-    stack_hold_refs(r, s, false);
+    stack_drop_refs(r, s, stack_nrefs(s));
     free(s);
 }
 
@@ -154,12 +166,11 @@ sampling_records_init(struct sampling_records *r, size_t max)
     r->next_seq = 1;
 }
 
+/* Growth, to `capacity` entries.  On failure the arrays keep their old
+ * capacity (and contents). */
 static bool
-ensure_capacity(struct sampling_records *r)
+items_grow(struct sampling_records *r, size_t capacity)
 {
-    if (r->used < r->capacity) return true;
-    size_t capacity = r->capacity ? r->capacity * 2 : 1024;
-    if (capacity > r->max) capacity = r->max;
     struct sampling_record *items = realloc(r->items, capacity * sizeof(*items));
     if (!items) return false;
     r->items = items;
@@ -167,6 +178,16 @@ ensure_capacity(struct sampling_records *r)
     if (!free_slots) return false;
     r->free_slots = free_slots;
     r->capacity = capacity;
+    return true;
+}
+
+static bool
+live_grow(struct sampling_records *r, size_t capacity)
+{
+    struct sampling_live *live = realloc(r->live, capacity * sizeof(*live));
+    if (!live) return false;
+    r->live = live;
+    r->live_capacity = capacity;
     return true;
 }
 
@@ -178,18 +199,47 @@ dead_at(const struct sampling_records *r, size_t i)
 }
 
 static bool
+dead_grow(struct sampling_records *r, size_t capacity)
+{
+    size_t old = r->dead_capacity;
+    uint32_t *dead = realloc(r->dead, capacity * sizeof(*dead));
+    if (!dead) return false;
+    /* A ring that ran past the old end went on from 0: that part moves
+     * past the old end, where it now continues. */
+    size_t end = r->dead_head + r->ndead;
+    if (end > old) memcpy(dead + old, dead, (end - old) * sizeof(*dead));
+    r->dead = dead;
+    r->dead_capacity = capacity;
+    return true;
+}
+
+static inline size_t
+doubled(size_t capacity)
+{
+    return capacity ? capacity * 2 : 1024;
+}
+
+bool
+sampling_records_reserve(struct sampling_records *r)
+{
+    size_t n = r->max, pow2 = 1024;
+    while (pow2 < n) pow2 *= 2;
+    return (n <= r->capacity || items_grow(r, n)) && (n <= r->live_capacity || live_grow(r, n)) &&
+        (pow2 <= r->dead_capacity || dead_grow(r, pow2));
+}
+
+static bool
+ensure_capacity(struct sampling_records *r)
+{
+    if (r->used < r->capacity) return true;
+    size_t capacity = doubled(r->capacity);
+    return items_grow(r, capacity < r->max ? capacity : r->max);
+}
+
+static bool
 dead_push(struct sampling_records *r, uint32_t index)
 {
-    if (r->ndead == r->dead_capacity) {
-        size_t old = r->dead_capacity, capacity = old ? old * 2 : 1024;
-        uint32_t *dead = realloc(r->dead, capacity * sizeof(*dead));
-        if (!dead) return false;
-        /* The full ring runs from dead_head to the old end, then from 0:
-         * that second part moves past the old end, where it continues. */
-        memcpy(dead + old, dead, r->dead_head * sizeof(*dead));
-        r->dead = dead;
-        r->dead_capacity = capacity;
-    }
+    if (r->ndead == r->dead_capacity && !dead_grow(r, doubled(r->dead_capacity))) return false;
     r->dead[dead_at(r, r->ndead)] = index;
     r->ndead++;
     return true;
@@ -200,7 +250,6 @@ release_slot(struct sampling_records *r, uint32_t index)
 {
     struct sampling_record *rec = &r->items[index];
     stack_release(r, rec->stack);
-    if (rec->klass) refset_remove(&r->refs, rec->klass);
     rec->seq = 0;
     r->free_slots[r->nfree++] = index;
 }
@@ -226,13 +275,7 @@ take_slot(struct sampling_records *r)
 static bool
 live_push(struct sampling_records *r, uintptr_t obj, uint32_t index)
 {
-    if (r->nlive == r->live_capacity) {
-        size_t capacity = r->live_capacity ? r->live_capacity * 2 : 1024;
-        struct sampling_live *live = realloc(r->live, capacity * sizeof(*live));
-        if (!live) return false;
-        r->live = live;
-        r->live_capacity = capacity;
-    }
+    if (r->nlive == r->live_capacity && !live_grow(r, doubled(r->live_capacity))) return false;
     r->items[index].live_pos = (uint32_t)r->nlive;
     r->live[r->nlive].obj = obj;
     r->live[r->nlive].record = index;
@@ -246,15 +289,13 @@ sampling_records_add(struct sampling_records *r, const struct sampling_sample_in
     uint32_t index = take_slot(r);
     if (index == SAMPLING_NONE) goto dropped;
 
-    struct sampling_stack *stack = stack_intern(r, in->frames, in->nframes, in->truncated);
+    struct sampling_stack *stack = stack_intern(r, in->klass, in->frames, in->nframes, in->truncated, in->hash);
     if (!stack) goto give_back;
-    if (in->klass && !refset_add(&r->refs, in->klass)) goto give_back_stack;
 
     struct sampling_record *rec = &r->items[index];
     stack->refcount++;
     rec->seq = r->next_seq++;
     rec->stack = stack;
-    rec->klass = in->klass;
     rec->weight = in->weight;
     rec->allocated_gc = in->gc_count;
     rec->freed_gc = 0;
@@ -270,11 +311,6 @@ sampling_records_add(struct sampling_records *r, const struct sampling_sample_in
     }
     return index;
 
-  give_back_stack:
-    if (stack->refcount == 0) {
-        stack->refcount = 1;
-        stack_release(r, stack);
-    }
   give_back:
     r->items[index].seq = 0;
     r->free_slots[r->nfree++] = index;
@@ -341,41 +377,14 @@ void
 sampling_records_update_references(struct sampling_records *r, sampling_location_fn *location, void *data)
 {
     for (size_t i = 0; i < r->nlive; i++) r->live[i].obj = location(r->live[i].obj, data);
-    SAMPLING_RECORDS_FOREACH(r, rec) {
-        if (rec->klass) rec->klass = location(rec->klass, data);
-    }
-    /* Frames hash on their references: rewrite them and rebuild the table. */
-    struct sampling_stack_table *t = &r->stacks;
-    struct sampling_stack **old = t->slots;
-    size_t capacity = t->capacity;
-    struct sampling_stack **fresh = capacity ? calloc(capacity, sizeof(*fresh)) : NULL;
-    for (size_t i = 0; i < capacity; i++) {
-        struct sampling_stack *s = old[i];
+    /* Frames hash on their pcs only, which do not move: the table stands. */
+    for (size_t i = 0; i < r->stacks.capacity; i++) {
+        struct sampling_stack *s = r->stacks.slots[i];
         if (!s) continue;
+        if (s->klass) s->klass = location(s->klass, data);
         for (uint32_t j = 0; j < s->nframes; j++) {
             if (s->frames[j].iseq) s->frames[j].iseq = location(s->frames[j].iseq, data);
             if (s->frames[j].cme) s->frames[j].cme = location(s->frames[j].cme, data);
-        }
-        s->hash = stack_hash(s->frames, s->nframes, s->truncated);
-    }
-    if (fresh) {
-        t->slots = fresh;
-        t->size = 0;
-        for (size_t i = 0; i < capacity; i++) if (old[i]) table_insert(t, old[i]);
-        free(old);
-    }
-    else if (capacity) {
-        /* No memory for a new table: rebuild in place (stacks stay reachable). */
-        struct sampling_stack **tmp = old;
-        size_t n = 0;
-        for (size_t i = 0; i < capacity; i++) if (tmp[i]) tmp[n++] = tmp[i];
-        struct sampling_stack *moved;
-        for (size_t i = n; i < capacity; i++) tmp[i] = NULL;
-        t->size = 0;
-        for (size_t i = 0; i < n; i++) {
-            moved = tmp[i];
-            tmp[i] = NULL;
-            table_insert(t, moved);
         }
     }
     refset_rekey(&r->refs, location, data);
@@ -436,20 +445,19 @@ sampling_records_verify(const struct sampling_records *r)
         uint32_t index = r->dead[dead_at(r, i)];
         if (!r->items[index].seq || r->items[index].live_pos != SAMPLING_NONE) return "dead queue holds a live or unused slot";
     }
-    /* every reference held is counted once per holder */
+    /* every reference held is counted once per stack that holds it */
     struct refset expected = { 0 };
-    for (size_t i = 0; i < r->used; i++) {
-        const struct sampling_record *rec = &r->items[i];
-        if (rec->seq && rec->klass) refset_add(&expected, rec->klass);
-    }
     size_t stacks = 0;
     for (size_t i = 0; i < r->stacks.capacity; i++) {
         const struct sampling_stack *s = r->stacks.slots[i];
         if (!s) continue;
         stacks++;
-        for (uint32_t j = 0; j < s->nframes; j++) {
-            if (s->frames[j].iseq) refset_add(&expected, s->frames[j].iseq);
-            if (s->frames[j].cme) refset_add(&expected, s->frames[j].cme);
+        if (s->hash != sampling_stack_hash(s->frames, s->nframes, s->truncated)) {
+            refset_free(&expected);
+            return "a stack's hash is not the hash of its frames";
+        }
+        for (uint32_t j = 0; j < stack_nrefs(s); j++) {
+            if (stack_ref(s, j)) refset_add(&expected, stack_ref(s, j));
         }
     }
     const char *err = NULL;

@@ -2,8 +2,8 @@
  * records.h: the sampler's memory: sample records, their stacks, and the
  * references they hold.
  *
- * Model.  A record is one sample: the object (held weakly), its class and
- * stack (held strongly), type, slot size, weight and GC numbers.  Records
+ * Model.  A record is one sample: the object (held weakly), its stack
+ * (place and class, held strongly), type, slot size, weight and GC numbers.  Records
  * sit in a table of at most `max` slots; the live ones are also listed in a
  * dense array (live[]) that the collector walks at the end of each marking,
  * so that cost grows with the live samples only.  When a record's object
@@ -12,17 +12,22 @@
  * queue.  A new sample in a full table evicts the oldest dead record; with
  * no dead record to evict the sample is dropped.  Both are counted.
  *
- * Stacks are stored once (hashed on their frames) and shared by every
- * record taken at the same place; a stack leaves with its last record.
- * Every class, iseq and method entry that a record or stack holds is
- * counted in `refs`, the set the collector marks (movable) on every GC.
+ * A stack is a place and a class: the frames, and the class of the
+ * objects allocated there.  Each is stored once (hashed on its frames) and
+ * shared by every record of that class taken at that place; it leaves
+ * with its last record.  So a record holds nothing itself: the class,
+ * iseqs and method entries are the stacks', each counted once per stack
+ * in `refs`, the set the collector marks (movable) on every GC.  (A place
+ * rarely allocates more than one class; keeping the class here saves a
+ * lookup in `refs` on every sample.)
  *
  * Invariants (checked by sampling_records_verify):
  *   live[i].record's live_pos == i;  a record is dead iff live_pos == NONE
  *   live[i] is old (promoted) iff i < nold
  *   every dead record in use is in the dead queue exactly once
  *   used slots == nlive + dead records;  nlive + ndead + nfree == used high water
- *   refs counts == references held by used records and stored stacks
+ *   refs counts == references held by stored stacks
+ *   a stored stack's hash == sampling_stack_hash of its frames
  *
  * Memory comes from malloc only: nothing here allocates a Ruby object or
  * can start a GC.  No locking: CRuby calls in with the VM lock held.
@@ -54,8 +59,35 @@ struct sampling_frame {
 
 #define SAMPLING_FRAME_LOCATION_ONLY ((uintptr_t)1)
 
+/* The stack hash: every frame's pc, innermost first, one multiply a
+ * frame, then the count and the cut.  The capture mixes each pc in as it
+ * reads it (frames.c), for two instructions a frame however deep the
+ * stack.  A pc says where a Ruby frame is (it lies inside its iseq); a C
+ * frame has none, so stacks that differ only in the C method called from
+ * one place share a hash, and the full comparison on every hit tells them
+ * apart.  pcs point into iseq bodies, which compaction does not move: a
+ * hash holds across compaction. */
+#define SAMPLING_HASH_START UINT64_C(0xcbf29ce484222325)
+
+static inline uint64_t
+sampling_hash_pc(uint64_t h, uintptr_t pc)
+{
+    return (h ^ pc) * UINT64_C(0x9e3779b97f4a7c15);
+}
+
+static inline uint64_t
+sampling_hash_end(uint64_t h, uint32_t nframes, bool truncated)
+{
+    h ^= nframes ^ ((uint64_t)truncated << 63);
+    return h ^ (h >> 32);
+}
+
+/* The same hash from stored frames. */
+uint64_t sampling_stack_hash(const struct sampling_frame *frames, uint32_t nframes, bool truncated);
+
 struct sampling_stack {
-    uint64_t hash;
+    uint64_t hash;          /* of the frames only */
+    uintptr_t klass;        /* 0: hidden object or internal (T_IMEMO) */
     uint32_t refcount;      /* records that use it */
     uint32_t nframes;
     bool truncated;         /* cut at depth */
@@ -64,8 +96,7 @@ struct sampling_stack {
 
 struct sampling_record {
     uint64_t seq;           /* 1, 2, ... in order taken; 0: slot unused */
-    struct sampling_stack *stack;
-    uintptr_t klass;        /* 0: hidden object or internal (T_IMEMO) */
+    struct sampling_stack *stack;   /* where, and the class */
     double weight;          /* estimated bytes this sample stands for */
     size_t allocated_gc;    /* GC count when allocated */
     size_t freed_gc;        /* GC count of the collection that found it dead */
@@ -108,6 +139,7 @@ struct sampling_records {
 struct sampling_sample_in {
     uintptr_t obj, klass;
     const struct sampling_frame *frames;
+    uint64_t hash;                      /* sampling_stack_hash of the frames */
     uint32_t nframes;
     bool truncated;
     double weight;
@@ -118,6 +150,12 @@ struct sampling_sample_in {
 };
 
 void sampling_records_init(struct sampling_records *r, size_t max);
+
+/* Sizes every table for `max` records at once, so that the sampling path
+ * never copies one as it grows (a copy of megabytes inside an allocation).
+ * Address space only: pages are touched as records fill them.  False
+ * when memory runs out; the tables then grow as before. */
+bool sampling_records_reserve(struct sampling_records *r);
 
 /* Records a sample; returns its slot index, or SAMPLING_NONE when it was
  * dropped (counted in r->dropped). */

@@ -100,10 +100,12 @@ static void sampling_update_references(void *objspace);
 /* With a single Ractor the VM lock excludes nothing the GVL does not (it
  * is owned per Ractor, so its threads re-enter it freely): a sample there
  * is taken before the lock, saving its cost.  A non-empty list is the
- * marking step budget: left to the locked path. */
+ * marking step budget: left to the locked path.  sampling_ractors says
+ * whether a second Ractor may run (rb_gc_impl_ractor_cache_alloc below). */
+static bool sampling_ractors;
 #define GC_HOOK_NEWOBJ_CACHE_MISS_UNLOCKED(objspace, cache, heap_idx) \
     (RB_UNLIKELY((cache)->sample_points[heap_idx].tail != NULL) && !(cache)->heap_caches[heap_idx].freelist && \
-     !rb_gc_multi_ractor_p() \
+     !sampling_ractors \
         ? sampling_take((objspace), (cache), (heap_idx), klass, flags) : Qfalse)
 #define GC_HOOK_CACHE_CLEAR(cache, heap_idx) \
     do { if (RB_UNLIKELY(sampling_on)) sampling_cache_clear((cache), (heap_idx)); } while (0)
@@ -116,9 +118,11 @@ static void sampling_update_references(void *objspace);
 
 #define rb_gc_impl_active_gc_name rb_gc_impl_active_gc_name_default
 #define rb_gc_impl_init rb_gc_impl_init_default
+#define rb_gc_impl_ractor_cache_alloc rb_gc_impl_ractor_cache_alloc_default
 #include "gc/default/default.c"
 #undef rb_gc_impl_active_gc_name
 #undef rb_gc_impl_init
+#undef rb_gc_impl_ractor_cache_alloc
 
 STATIC_ASSERT(free_slot_layout, sizeof(struct free_slot) == sizeof(struct sample_point_slot) &&
               offsetof(struct free_slot, next) == offsetof(struct sample_point_slot, next));
@@ -129,6 +133,18 @@ const char *
 rb_gc_impl_active_gc_name(void)
 {
     return "sampling";
+}
+
+/* Every Ractor gets its cache here, the main one at boot, any other
+ * before its first thread starts (vm_insert_ractor0): from the second
+ * one on, samples take the VM lock, for good (a cheaper test than
+ * rb_gc_multi_ractor_p, and never later than it). */
+void *
+rb_gc_impl_ractor_cache_alloc(void *objspace_ptr, void *ractor)
+{
+    rb_objspace_t *objspace = objspace_ptr;
+    if (objspace->live_ractor_cache_count > 0) sampling_ractors = true;
+    return rb_gc_impl_ractor_cache_alloc_default(objspace_ptr, ractor);
 }
 
 static void sampler_init(void);
@@ -229,11 +245,14 @@ sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, si
     else {
         in.klass = klass;
     }
-    /* (a local, not &in.truncated: `in` then lives in registers) */
+    /* (locals, not &in.truncated: `in` then lives in registers) */
     bool truncated;
-    in.nframes = sampling_frames_capture(sampler.scratch, sampler.params.depth, &truncated);
+    uint64_t hash;
+    in.nframes = sampling_frames_capture(sampler.scratch, sampler.params.depth, &truncated, &hash);
     in.truncated = truncated;
+    in.hash = hash;
     in.frames = sampler.scratch;
+    GC_ASSERT(hash == sampling_stack_hash(in.frames, in.nframes, truncated));
     in.weight = sampler.config.mode == SAMPLING_MODE_FIXED ? (double)points * (double)sampler.config.interval
                                                            : sampler.poisson_weight[heap_idx];
     in.gc_count = objspace->profile.count;
@@ -407,6 +426,7 @@ sampler_start(const struct sampling_params *params)
             sampler.poisson_weight[i] = sampling_weight(SAMPLING_MODE_POISSON, params->interval, slot_bytes(i), 1);
         }
         sampler.records.max = params->max_samples;
+        sampling_records_reserve(&sampler.records);    /* else the tables grow as they fill */
         begin_counting(objspace);
     }
     rb_gc_vm_unlock(lev);
@@ -436,6 +456,7 @@ sampler_clear(void)
     {
         sampling_records_clear(&sampler.records);
         if (sampling_on) {
+            sampling_records_reserve(&sampler.records);
             end_counting(objspace);
             begin_counting(objspace);
         }

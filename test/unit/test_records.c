@@ -58,6 +58,7 @@ sample_in(struct sampling_sample_in *in, struct sampling_frame *frames, uintptr_
     }
     in->frames = frames;
     in->truncated = rnd(10) == 0;
+    in->hash = sampling_stack_hash(frames, in->nframes, in->truncated);
     in->weight = 4096;
     in->size = 40;
 }
@@ -99,16 +100,35 @@ test_random_streams(void)
 static void
 test_sharing_drop_evict(void)
 {
-    struct sampling_records r;
+    struct sampling_records r, r2;
     sampling_records_init(&r, 3);
     struct sampling_frame f[2] = { { 1000, 2000, 1 }, { 1008, 0, 2 } };
     struct sampling_sample_in in = { .obj = 8, .klass = 3000, .frames = f, .nframes = 2, .size = 40, .weight = 1 };
+    in.hash = sampling_stack_hash(f, 2, false);
     uint32_t a = sampling_records_add(&r, &in);
     in.obj = 16;
     uint32_t b = sampling_records_add(&r, &in);
     CHECK(a != SAMPLING_NONE && b != SAMPLING_NONE, "two records");
     CHECK(r.items[a].stack == r.items[b].stack && r.stacks.size == 1, "one stack shared by both");
-    CHECK(refset_count(&r.refs, 3000) == 2 && refset_count(&r.refs, 1000) == 1, "class held twice, frame once");
+    CHECK(refset_count(&r.refs, 3000) == 1 && refset_count(&r.refs, 1000) == 1, "the stack holds class and frame once");
+    /* the same pcs under another C method: the same hash, another stack */
+    struct sampling_frame g[2] = { { 0, 2008, 0 }, { 1008, 0, 2 } }, h[2] = { { 0, 2016, 0 }, { 1008, 0, 2 } };
+    CHECK(sampling_stack_hash(g, 2, false) == sampling_stack_hash(h, 2, false), "the hash reads pcs only");
+    struct sampling_sample_in gin = in, hin = in;
+    gin.frames = g; gin.obj = 40; gin.hash = sampling_stack_hash(g, 2, false);
+    hin.frames = h; hin.obj = 48; hin.hash = gin.hash;
+    sampling_records_init(&r2, 4);
+    uint32_t gi = sampling_records_add(&r2, &gin), hi = sampling_records_add(&r2, &hin);
+    CHECK(r2.items[gi].stack != r2.items[hi].stack && r2.stacks.size == 2, "equal hashes, different frames: two stacks");
+    CHECK(sampling_records_add(&r2, &hin) != SAMPLING_NONE && r2.stacks.size == 2, "and each is found again");
+    /* the same frames, another class: another stack, which holds that class */
+    hin.klass = 3008;
+    uint32_t ki = sampling_records_add(&r2, &hin);
+    CHECK(ki != SAMPLING_NONE && r2.items[ki].stack != r2.items[hi].stack && r2.items[ki].stack->klass == 3008 &&
+          r2.stacks.size == 3 && refset_count(&r2.refs, 3008) == 1 && refset_count(&r2.refs, 3000) == 2,
+          "a stack per class at one place");
+    CHECK(sampling_records_verify(&r2) == NULL, "invariants: %s", sampling_records_verify(&r2));
+    sampling_records_free(&r2);
     in.obj = 24;
     sampling_records_add(&r, &in);
     in.obj = 32;
@@ -142,6 +162,7 @@ test_dead_queue_growth(void)
     sampling_records_init(&r, 3000);
     struct sampling_frame f[1] = { { 1000, 2000, 1 } };
     struct sampling_sample_in in = { .klass = 3000, .frames = f, .nframes = 1, .size = 40, .weight = 1 };
+    in.hash = sampling_stack_hash(f, 1, false);
     memset(dead_obj, 0, sizeof(dead_obj));
     die_percent = 0;
     sampling_rng_seed(&rng, 7);
@@ -171,6 +192,28 @@ test_dead_queue_growth(void)
     CHECK(in_order, "the 500 older deaths are evicted first, oldest first");
     CHECK(ok && r.ndead == 0 && r.evicted == 2000, "every dead record evicted once (evicted %llu)",
           (unsigned long long)r.evicted);
+    sampling_records_free(&r);
+}
+
+/* Reserved tables take max records without growing (moving) again. */
+static void
+test_reserve(void)
+{
+    struct sampling_records r;
+    sampling_records_init(&r, 5000);
+    CHECK(sampling_records_reserve(&r) && r.capacity == 5000 && r.live_capacity == 5000 && r.dead_capacity == 8192,
+          "reserved: %zu records, %zu live, %zu dead", r.capacity, r.live_capacity, r.dead_capacity);
+    struct sampling_record *items = r.items;
+    struct sampling_live *live = r.live;
+    struct sampling_frame f[1] = { { 1000, 2000, 1 } };
+    struct sampling_sample_in in = { .klass = 3000, .frames = f, .nframes = 1, .size = 40, .weight = 1 };
+    in.hash = sampling_stack_hash(f, 1, false);
+    int ok = 1;
+    for (uintptr_t i = 1; i <= 5000; i++) {
+        in.obj = 8 * i;
+        if (sampling_records_add(&r, &in) == SAMPLING_NONE) ok = 0;
+    }
+    CHECK(ok && r.items == items && r.live == live && r.capacity == 5000, "5,000 records in place");
     sampling_records_free(&r);
 }
 
@@ -206,5 +249,6 @@ main(void)
     test_sharing_drop_evict();
     test_random_streams();
     test_dead_queue_growth();
+    test_reserve();
     return check_summary();
 }
