@@ -128,15 +128,13 @@ capture_rest(struct capture *c, bool skip_next)
     }
 }
 
-uint32_t
-sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *truncated, uint64_t *hash)
+struct sampling_capture
+sampling_frames_capture(struct sampling_frame *buf, uint32_t depth)
 {
-    *truncated = false;
     rb_execution_context_t *ec = current_ec();
     /* (cfp is NULL whenever vm_stack is: rb_ec_clear_vm_stack clears it first) */
     if (!ec || !ec->cfp) {
-        *hash = sampling_hash_end(SAMPLING_HASH_START, 0, false);
-        return 0;
+        return (struct sampling_capture){ sampling_hash_end(SAMPLING_HASH_START, 0, false), 0, false };
     }
 
     /* the two dummy top frames are not shown */
@@ -144,12 +142,12 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *trunca
     const rb_control_frame_t *end_cfp = RUBY_VM_NEXT_CONTROL_FRAME(RUBY_VM_END_CONTROL_FRAME(ec));
     struct sampling_frame *out = buf;
 
-    /* The common walk (21 instructions a frame), until the first
-     * rescue/ensure frame, or the first `depth` control frames (each
-     * gives at most one frame, so no depth check); from there on, every
-     * rule.  Its body is capture_frame written out: calling that here
-     * compiles to 23 (a register copy and a jump), 256 instructions at
-     * 128 frames. */
+    /* The common walk (23 instructions a frame, 2 of them the hash),
+     * until the first rescue/ensure frame, or the first `depth` control
+     * frames (each gives at most one frame, so no depth check); from
+     * there on, every rule.  Its body is capture_frame written out:
+     * calling that here costs 2 more a frame (a register copy and a
+     * jump), 256 instructions at 128 frames. */
     const rb_control_frame_t *fast_end = end_cfp - cfp > (ptrdiff_t)depth ? cfp + depth : end_cfp;
     bool skip_next = false;
     uint64_t h = SAMPLING_HASH_START;
@@ -178,7 +176,6 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *trunca
     if (cfp != end_cfp) capture_rest(&c, skip_next);
 
     uint32_t n = (uint32_t)(c.out - buf);
-    *truncated = c.truncated;
     /* Cut after C frames: keep the Ruby frame that called them, for their
      * file and line. */
     if (c.truncated && (!buf[n - 1].iseq || iseq_c_trace_p((const rb_iseq_t *)buf[n - 1].iseq))) {
@@ -193,8 +190,7 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *trunca
             }
         }
     }
-    *hash = sampling_hash_end(c.hash, n, c.truncated);
-    return n;
+    return (struct sampling_capture){ sampling_hash_end(c.hash, n, c.truncated), n, c.truncated };
 }
 
 static uint32_t

@@ -3,9 +3,10 @@
  *
  * Two halves.  Capture (on the sampling path) walks the current thread's
  * control frames (vm_core.h) and keeps, per frame, three words: the iseq,
- * the pc pointer and the method entry.  It computes no line number, no
- * label and no pc offset, and allocates nothing (21 instructions a frame
- * for methods and C methods; blocks and top-level frames walk out to their
+ * the pc pointer and the method entry, and mixes the pc into the stack's
+ * hash.  It computes no line number, no label and no pc offset, and
+ * allocates nothing (23 instructions a frame for methods and C methods,
+ * 2 of them the hash; blocks and top-level frames walk out to their
  * method's environment).
  * Resolution (when samples are read) applies the rest of the rules of
  * rb_ec_partial_backtrace_object (vm_backtrace.c) and gives what
@@ -37,12 +38,16 @@
 #include "ruby/ruby.h"
 #include "records.h"
 
+/* What a capture gives besides the frames. */
+struct sampling_capture {
+    uint64_t hash;          /* sampling_stack_hash (records.h), mixed in as frames are read */
+    uint32_t nframes;       /* 0 when the VM cannot show a stack yet, e.g. during boot */
+    bool truncated;         /* frames were left out */
+};
+
 /* Fills buf with up to depth frames of the current thread, innermost first
- * (buf holds depth + 1: a location-only frame may follow a cut stack);
- * *truncated tells whether frames were left out, *hash is their
- * sampling_stack_hash (records.h), mixed in as they are read.  Returns
- * the count (0 when the VM cannot show a stack yet, e.g. during boot). */
-uint32_t sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, bool *truncated, uint64_t *hash);
+ * (buf holds depth + 1: a location-only frame may follow a cut stack). */
+struct sampling_capture sampling_frames_capture(struct sampling_frame *buf, uint32_t depth);
 
 /* A frame as caller_locations shows it. */
 struct sampling_location {

@@ -304,8 +304,7 @@ sampling_records_add(struct sampling_records *r, const struct sampling_sample_in
     rec->imemo_type = in->imemo_type;
     rec->heap = in->heap;
     rec->old = 0;
-    rec->live_pos = SAMPLING_NONE;
-    if (!live_push(r, in->obj, index)) {
+    if (!live_push(r, in->obj, index)) {    /* (sets live_pos) */
         release_slot(r, index);
         goto dropped;
     }

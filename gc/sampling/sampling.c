@@ -74,6 +74,15 @@ static bool sampling_on;   /* points are being placed */
 
 static void sampling_set_page(void *cache, size_t heap_idx, size_t free_slots);
 static VALUE sampling_take(void *objspace, void *cache, size_t heap_idx, VALUE klass, VALUE flags);
+/* sampling_take, which always gives a slot: newobj_cache_miss then
+ * returns it at once (a tail call, before its prologue) */
+static inline VALUE
+sampling_take_slot(void *objspace, void *cache, size_t heap_idx, VALUE klass, VALUE flags)
+{
+    VALUE obj = sampling_take(objspace, cache, heap_idx, klass, flags);
+    if (obj == Qfalse) __builtin_unreachable();
+    return obj;
+}
 static void sampling_cache_clear(void *cache, size_t heap_idx);
 static void sampling_mark_roots(void *objspace);
 static void sampling_marks_finished(void *objspace);
@@ -106,7 +115,7 @@ static bool sampling_ractors;
 #define GC_HOOK_NEWOBJ_CACHE_MISS_UNLOCKED(objspace, cache, heap_idx) \
     (RB_UNLIKELY((cache)->sample_points[heap_idx].tail != NULL) && !(cache)->heap_caches[heap_idx].freelist && \
      !sampling_ractors \
-        ? sampling_take((objspace), (cache), (heap_idx), klass, flags) : Qfalse)
+        ? sampling_take_slot((objspace), (cache), (heap_idx), klass, flags) : Qfalse)
 #define GC_HOOK_CACHE_CLEAR(cache, heap_idx) \
     do { if (RB_UNLIKELY(sampling_on)) sampling_cache_clear((cache), (heap_idx)); } while (0)
 #define GC_HOOK_MARK_ROOTS(objspace) \
@@ -245,14 +254,12 @@ sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, si
     else {
         in.klass = klass;
     }
-    /* (locals, not &in.truncated: `in` then lives in registers) */
-    bool truncated;
-    uint64_t hash;
-    in.nframes = sampling_frames_capture(sampler.scratch, sampler.params.depth, &truncated, &hash);
-    in.truncated = truncated;
-    in.hash = hash;
+    struct sampling_capture capture = sampling_frames_capture(sampler.scratch, sampler.params.depth);
+    in.nframes = capture.nframes;
+    in.truncated = capture.truncated;
+    in.hash = capture.hash;
     in.frames = sampler.scratch;
-    GC_ASSERT(hash == sampling_stack_hash(in.frames, in.nframes, truncated));
+    GC_ASSERT(in.hash == sampling_stack_hash(in.frames, in.nframes, in.truncated));
     in.weight = sampler.config.mode == SAMPLING_MODE_FIXED ? (double)points * (double)sampler.config.interval
                                                            : sampler.poisson_weight[heap_idx];
     in.gc_count = objspace->profile.count;
