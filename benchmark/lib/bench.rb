@@ -150,11 +150,12 @@ def run_callgrind(job, dry: false)
   r
 end
 
-# Inclusive costs read from callgrind_annotate (functions the compiler kept
-# out of line; the small hooks are inlined into default.c's functions).
-SAMPLER_FUNCTIONS = %w[sampling_take sampling_frames_capture sampling_records_add
-                       sampling_records_check_liveness sampling_mark_roots]
-DIRECT = %w[sampling_take sampling_records_check_liveness sampling_mark_roots]
+# Inclusive costs read from callgrind_annotate, by function.  The sampling
+# path is one translation unit: the point, the gap and the record are
+# inlined into sampling_take, the liveness walk into sampling_marks_finished
+# (both out of line); frames.c's capture is a call of its own.
+SAMPLER_FUNCTIONS = %w[sampling_take sampling_frames_capture sampling_marks_finished sampling_mark_roots]
+DIRECT = %w[sampling_take sampling_marks_finished sampling_mark_roots]
 
 def annotate(outfile)
   out, = Open3.capture3("callgrind_annotate", "--inclusive=yes", "--auto=no", "--threshold=100", outfile)
@@ -476,14 +477,17 @@ def results_phase
 
     md << "### Where the sampler's instructions go (inclusive, callgrind_annotate)\n\n"
     md << "Per sample, inclusive: `sampling_take` is the whole sample (pop the slot, draw the next gap, capture the stack, store the record); "
-    md << "`check_liveness` is the end-of-marking walk over live records, `mark_roots` the marking of held classes and frames.\n\n"
-    md << "| configuration | samples | sampling_take | of which frames_capture | of which records_add | check_liveness | mark_roots | direct total / sample |\n|---|---:|---:|---:|---:|---:|---:|---:|\n"
+    md << "the stack capture is `frames_capture`, the rest (point, gap, record) is inlined into `sampling_take`; "
+    md << "`marks_finished` is the end-of-marking walk over live records, `mark_roots` the marking of held classes and frames.\n\n"
+    md << "| configuration | samples | sampling_take | of which frames_capture | of which the rest | marks_finished | mark_roots | direct total / sample |\n|---|---:|---:|---:|---:|---:|---:|---:|\n"
     %w[s4k s32k s512k s4m].each do |k|
       r = cg("micro-#{k}") or next
       f = r[:functions] || {}
       s = r[:metrics][:samples].to_i
       direct = DIRECT.sum { |x| f[x].to_i }
-      md << "| #{C[k].label} | #{num(s)} | #{SAMPLER_FUNCTIONS.map { |x| s > 0 ? num((f[x].to_f / s).round) : "" }.join(" | ")} | #{s > 0 ? num((direct.to_f / s).round) : ""} |\n"
+      cols = [f["sampling_take"], f["sampling_frames_capture"], f["sampling_take"].to_i - f["sampling_frames_capture"].to_i,
+              f["sampling_marks_finished"], f["sampling_mark_roots"], direct]
+      md << "| #{C[k].label} | #{num(s)} | #{cols.map { |x| s > 0 ? num((x.to_f / s).round) : "" }.join(" | ")} |\n"
     end
     md << "\n"
   end
@@ -519,14 +523,14 @@ def results_phase
     live = l1[:metrics][:sampler_live].to_i
     per = (l1[:ir] - l0[:ir]).to_f / GC_LOOPS / live
     f = l1[:functions] || {}
-    mf = f["sampling_records_check_liveness"].to_f / GC_LOOPS / [live, 1].max
+    mf = f["sampling_marks_finished"].to_f / GC_LOOPS / [live, 1].max
     md << "## 3. GC-time cost of liveness tracking\n\n"
     md << "#{num(LIVE)} objects kept alive, every one sampled (`interval: 1, mode: :fixed, max_samples: #{num(LIVE)}`) against the same "
     md << "program with the sampler loaded but not started; then #{GC_LOOPS} `GC.start(full_mark: false)` are counted.\n\n"
     md << "| | instructions for #{GC_LOOPS} minor GCs | per GC |\n|---|---:|---:|\n"
     md << "| no live samples | #{num(l0[:ir])} | #{num(l0[:ir] / GC_LOOPS)} |\n| #{num(live)} live samples | #{num(l1[:ir])} | #{num(l1[:ir] / GC_LOOPS)} |\n\n"
     md << "**#{per.round(1)} instructions per GC per live record** (difference of totals); the liveness walk itself "
-    md << "(`sampling_records_check_liveness`, inclusive) is #{mf.round(1)} per GC per record; marking the distinct classes and frames "
+    md << "(`sampling_marks_finished`, inclusive) is #{mf.round(1)} per GC per record; marking the distinct classes and frames "
     md << "(`sampling_mark_roots`) is #{num((f["sampling_mark_roots"].to_f / GC_LOOPS).round)} per GC in total. A minor GC of this heap costs "
     md << "#{num(l0[:ir] / GC_LOOPS)} instructions without samples, so #{num(live)} live records add #{pct(l1[:ir].to_f / l0[:ir])}.\n\n"
     targets << ["liveness, per GC per live record", "(report)", "#{per.round(1)} Ir", ""]

@@ -84,8 +84,9 @@ sampling_take_slot(void *objspace, void *cache, size_t heap_idx, VALUE klass, VA
     return obj;
 }
 static void sampling_cache_clear(void *cache, size_t heap_idx);
-static void sampling_mark_roots(void *objspace);
-static void sampling_marks_finished(void *objspace);
+/* (once a GC each, out of line so that benchmark/run can measure them) */
+static NOINLINE(void sampling_mark_roots(void *objspace));
+static NOINLINE(void sampling_marks_finished(void *objspace));
 static void sampling_update_references(void *objspace);
 
 /* Per Ractor cache: a sample point per heap, and the start it belongs to. */
