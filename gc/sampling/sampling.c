@@ -30,13 +30,13 @@
  *      credits back what was not allocated.
  *
  * Around the collector: GC_HOOK_MARK_ROOTS marks the classes, iseqs and
- * method entries the records hold (movable); GC_HOOK_MARKS_FINISHED finds
+ * method entries the stored stacks hold (movable); GC_HOOK_MARKS_FINISHED finds
  * sampled objects dead (unmarked) before the sweep can reuse their slots;
  * GC_HOOK_UPDATE_REFERENCES follows compaction.
  *
  * Locking: every hook runs with the VM lock held (newobj_cache_miss takes
- * it; GC holds it), except a sample taken while only one Ractor exists,
- * which the GVL serialises as the lock would; API calls take the lock too
+ * it; GC holds it), except a sample taken while no second Ractor has
+ * been made, which the GVL serialises as the lock would; API calls take the lock too
  * (sampler.h), and start, stop and clear also wait at the VM barrier.
  * Nothing on the sampling path allocates a Ruby object or can start a GC:
  * records and stacks live in malloc'd memory.
