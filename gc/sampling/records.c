@@ -14,6 +14,18 @@ sampling_stack_hash(const struct sampling_frame *frames, uint32_t nframes, bool 
     return sampling_hash_end(h, nframes, truncated);
 }
 
+/* A stack's home slot in the table: its hash with its class mixed in, so
+ * that a place allocating many classes (dup, Marshal.load, a factory)
+ * spreads them over the table instead of one run of slots.  The class
+ * moves under compaction, the hash does not: compaction rebuilds the
+ * table when a class moved. */
+static inline size_t
+stack_home(uint64_t hash, uintptr_t klass, size_t mask)
+{
+    uint64_t h = hash ^ ((uint64_t)klass * UINT64_C(0x9e3779b97f4a7c15));
+    return (size_t)(h ^ (h >> 29)) & mask;
+}
+
 static bool
 stack_equal(const struct sampling_stack *s, uint64_t hash, uintptr_t klass, const struct sampling_frame *frames,
             uint32_t nframes, bool truncated)
@@ -26,7 +38,7 @@ static void
 table_insert(struct sampling_stack_table *t, struct sampling_stack *s)
 {
     size_t mask = t->capacity - 1;
-    size_t i = (size_t)s->hash & mask;
+    size_t i = stack_home(s->hash, s->klass, mask);
     while (t->slots[i]) i = (i + 1) & mask;
     t->slots[i] = s;
     t->size++;
@@ -45,18 +57,31 @@ table_grow(struct sampling_stack_table *t)
     return true;
 }
 
+/* The slot holding s, or SIZE_MAX: its probe run from home, to the first
+ * empty slot. */
+static size_t
+table_slot_of(const struct sampling_stack_table *t, const struct sampling_stack *s)
+{
+    if (!t->capacity) return SIZE_MAX;
+    size_t mask = t->capacity - 1;
+    for (size_t i = stack_home(s->hash, s->klass, mask); t->slots[i]; i = (i + 1) & mask) {
+        if (t->slots[i] == s) return i;
+    }
+    return SIZE_MAX;
+}
+
 static void
 table_remove(struct sampling_stack_table *t, struct sampling_stack *s)
 {
     size_t mask = t->capacity - 1;
-    size_t hole = (size_t)s->hash & mask;
-    while (t->slots[hole] != s) hole = (hole + 1) & mask;
+    size_t hole = table_slot_of(t, s);
+    if (hole == SIZE_MAX) return;   /* (never: every stored stack is in its run) */
     /* backward-shift deletion, as in refset.c */
     for (size_t i = hole;;) {
         i = (i + 1) & mask;
         struct sampling_stack *next = t->slots[i];
         if (!next) break;
-        size_t home = (size_t)next->hash & mask;
+        size_t home = stack_home(next->hash, next->klass, mask);
         if (probe_entry_stays(hole, i, home)) continue;
         t->slots[hole] = next;
         hole = i;
@@ -114,7 +139,7 @@ stack_intern(struct sampling_records *r, uintptr_t klass, const struct sampling_
     struct sampling_stack_table *t = &r->stacks;
     if (t->capacity) {
         size_t mask = t->capacity - 1;
-        for (size_t i = (size_t)hash & mask; t->slots[i]; i = (i + 1) & mask) {
+        for (size_t i = stack_home(hash, klass, mask); t->slots[i]; i = (i + 1) & mask) {
             if (stack_equal(t->slots[i], hash, klass, frames, nframes, truncated)) return t->slots[i];
         }
     }
@@ -222,7 +247,7 @@ doubled(size_t capacity)
 bool
 sampling_records_reserve(struct sampling_records *r)
 {
-    size_t n = r->max, pow2 = 1024;
+    size_t n = r->max < SAMPLING_RESERVE_MAX ? r->max : SAMPLING_RESERVE_MAX, pow2 = 1024;
     while (pow2 < n) pow2 *= 2;
     return (n <= r->capacity || items_grow(r, n)) && (n <= r->live_capacity || live_grow(r, n)) &&
         (pow2 <= r->dead_capacity || dead_grow(r, pow2));
@@ -376,14 +401,30 @@ void
 sampling_records_update_references(struct sampling_records *r, sampling_location_fn *location, void *data)
 {
     for (size_t i = 0; i < r->nlive; i++) r->live[i].obj = location(r->live[i].obj, data);
-    /* Frames hash on their pcs only, which do not move: the table stands. */
+    bool klass_moved = false;
     for (size_t i = 0; i < r->stacks.capacity; i++) {
         struct sampling_stack *s = r->stacks.slots[i];
         if (!s) continue;
-        if (s->klass) s->klass = location(s->klass, data);
+        if (s->klass) {
+            uintptr_t to = location(s->klass, data);
+            klass_moved |= to != s->klass;
+            s->klass = to;
+        }
         for (uint32_t j = 0; j < s->nframes; j++) {
             if (s->frames[j].iseq) s->frames[j].iseq = location(s->frames[j].iseq, data);
             if (s->frames[j].cme) s->frames[j].cme = location(s->frames[j].cme, data);
+        }
+    }
+    /* Hashes read pcs, which do not move; homes mix in the class, which
+     * may have.  Then the table is rebuilt in place from the records,
+     * needing no memory: every stored stack belongs to a record now
+     * (readers, which may keep a stack whose records went, hold GC off). */
+    if (klass_moved && r->stacks.capacity) {
+        struct sampling_stack_table *t = &r->stacks;
+        memset(t->slots, 0, t->capacity * sizeof(*t->slots));
+        t->size = 0;
+        SAMPLING_RECORDS_FOREACH(r, rec) {
+            if (table_slot_of(t, rec->stack) == SIZE_MAX) table_insert(t, rec->stack);
         }
     }
     refset_rekey(&r->refs, location, data);
@@ -451,6 +492,10 @@ sampling_records_verify(const struct sampling_records *r)
         const struct sampling_stack *s = r->stacks.slots[i];
         if (!s) continue;
         stacks++;
+        if (table_slot_of(&r->stacks, s) != i) {
+            refset_free(&expected);
+            return "a stack is not in its probe run";
+        }
         if (s->hash != sampling_stack_hash(s->frames, s->nframes, s->truncated)) {
             refset_free(&expected);
             return "a stack's hash is not the hash of its frames";

@@ -28,6 +28,7 @@
  *   used slots == nlive + dead records;  nlive + ndead + nfree == used high water
  *   refs counts == references held by stored stacks
  *   a stored stack's hash == sampling_stack_hash of its frames
+ *   a stored stack sits in the probe run from its home (hash and class)
  *
  * Memory comes from malloc only: nothing here allocates a Ruby object or
  * can start a GC.  No locking: CRuby calls in with the VM lock held.
@@ -151,10 +152,12 @@ struct sampling_sample_in {
 
 void sampling_records_init(struct sampling_records *r, size_t max);
 
-/* Sizes every table for `max` records at once, so that the sampling path
- * never copies one as it grows (a copy of megabytes inside an allocation).
- * Address space only: pages are touched as records fill them.  False
- * when memory runs out; the tables then grow as before. */
+/* Sizes every table for `max` records at once (at most
+ * SAMPLING_RESERVE_MAX), so that the sampling path never copies one as it
+ * grows (a copy of megabytes inside an allocation).  Pages are touched as
+ * records fill them.  False when memory runs out; the tables then grow as
+ * before, as they do past the reserve. */
+#define SAMPLING_RESERVE_MAX ((size_t)1 << 20)     /* records: 80 MB */
 bool sampling_records_reserve(struct sampling_records *r);
 
 /* Records a sample; returns its slot index, or SAMPLING_NONE when it was

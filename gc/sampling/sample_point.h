@@ -51,7 +51,10 @@
  * writes these memory words as its own types, in the same translation
  * unit (sampling.c compiles this file in): may_alias tells the compiler
  * they are the same memory, so it cannot reorder one access past the
- * other under strict aliasing. */
+ * other under strict aliasing.  GCC applies the attribute to pointers
+ * declared after the struct, not to the `next` member's own type: read
+ * and write links only through slot_next/slot_set_next (sample_point.c)
+ * and lists through sample_point_list. */
 struct __attribute__((may_alias)) sample_point_slot {
     uintptr_t flags;
     struct sample_point_slot *next;

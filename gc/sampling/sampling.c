@@ -147,13 +147,15 @@ rb_gc_impl_active_gc_name(void)
 
 /* Every Ractor gets its cache here, the main one at boot, any other
  * before its first thread starts (vm_insert_ractor0): from the second
- * one on, samples take the VM lock, for good (a cheaper test than
- * rb_gc_multi_ractor_p, and never later than it). */
+ * one on, samples take the VM lock, for good.  (A test of a flag, not a
+ * call of rb_gc_multi_ractor_p.  The flag is set a little after CRuby
+ * leaves single-Ractor mode, whose Ruby callback runs on the main
+ * Ractor's threads alone: the lock is still not needed there.) */
 void *
 rb_gc_impl_ractor_cache_alloc(void *objspace_ptr, void *ractor)
 {
     rb_objspace_t *objspace = objspace_ptr;
-    if (objspace->live_ractor_cache_count > 0) sampling_ractors = true;
+    if (!sampling_ractors && objspace->live_ractor_cache_count > 0) sampling_ractors = true;
     return rb_gc_impl_ractor_cache_alloc_default(objspace_ptr, ractor);
 }
 

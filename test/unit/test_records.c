@@ -215,6 +215,50 @@ test_reserve(void)
     }
     CHECK(ok && r.items == items && r.live == live && r.capacity == 5000, "5,000 records in place");
     sampling_records_free(&r);
+
+    sampling_records_init(&r, 3 * SAMPLING_RESERVE_MAX);
+    CHECK(sampling_records_reserve(&r) && r.capacity == SAMPLING_RESERVE_MAX, "the reserve stops at %zu records",
+          SAMPLING_RESERVE_MAX);
+    sampling_records_free(&r);
+}
+
+/* One place that allocates many classes (dup, Marshal.load): one stack
+ * each, all found again, spread over the table rather than one run; a
+ * compaction that moves the classes keeps every one findable. */
+static void
+test_many_classes_one_place(void)
+{
+    struct sampling_records r;
+    sampling_records_init(&r, 1000);
+    struct sampling_frame f[2] = { { 0, 2000, 0 }, { 1008, 0, 16 } };
+    struct sampling_sample_in in = { .frames = f, .nframes = 2, .size = 40, .weight = 1 };
+    in.hash = sampling_stack_hash(f, 2, false);
+    int ok = 1;
+    for (int pass = 0; pass < 2; pass++) {
+        for (uintptr_t k = 0; k < 200; k++) {
+            in.obj = 8 * (1 + pass * 200 + k);
+            in.klass = 8 * OBJECTS * 2 + 8 * k;
+            uint32_t i = sampling_records_add(&r, &in);
+            if (i == SAMPLING_NONE || r.items[i].stack->klass != in.klass) ok = 0;
+        }
+    }
+    CHECK(ok && r.stacks.size == 200, "200 classes, 200 stacks, each found again (%zu)", r.stacks.size);
+    size_t mask = r.stacks.capacity - 1, longest = 0;
+    for (size_t i = 0; i < r.stacks.capacity; i++) {
+        if (!r.stacks.slots[i]) continue;
+        size_t run = 0;
+        for (size_t j = i; r.stacks.slots[j]; j = (j + 1) & mask) run++;
+        if (run > longest) longest = run;
+    }
+    CHECK(longest < 20, "spread over the table: longest run %zu of %zu slots", longest, r.stacks.capacity);
+    shift = 8 * 4096;
+    sampling_records_update_references(&r, moved, NULL);
+    CHECK(sampling_records_verify(&r) == NULL, "after the classes moved: %s", sampling_records_verify(&r));
+    in.klass = 8 * OBJECTS * 2 + 8 * 7 + shift;
+    in.obj = 8 * 401;
+    uint32_t i = sampling_records_add(&r, &in);
+    CHECK(i != SAMPLING_NONE && r.stacks.size == 200, "a moved class's stack is found again");
+    sampling_records_free(&r);
 }
 
 static void
@@ -250,5 +294,6 @@ main(void)
     test_random_streams();
     test_dead_queue_growth();
     test_reserve();
+    test_many_classes_one_place();
     return check_summary();
 }
