@@ -23,6 +23,16 @@ imemo_kind_p(VALUE v, enum imemo_type kind)
  * cases, out of the capture loop's way.  A local environment (top level,
  * class body, or a method that wrote $~ or $_) may hold it in an svar; a
  * block's is in an outer environment (out of line: a walk). */
+static inline uintptr_t
+local_method_entry(VALUE v)
+{
+    if (imemo_kind_p(v, imemo_svar)) {
+        v = ((struct vm_svar *)v)->cref_or_me;
+        if (imemo_kind_p(v, imemo_ment)) return v;
+    }
+    return 0;
+}
+
 static NOINLINE(uintptr_t block_method_entry(const VALUE *ep));
 
 static uintptr_t
@@ -34,22 +44,13 @@ block_method_entry(const VALUE *ep)
         v = ep[VM_ENV_DATA_INDEX_ME_CREF];
         if (imemo_kind_p(v, imemo_ment)) return v;
     } while (!VM_ENV_LOCAL_P(ep));
-    if (imemo_kind_p(v, imemo_svar)) {
-        v = ((struct vm_svar *)v)->cref_or_me;
-        if (imemo_kind_p(v, imemo_ment)) return v;
-    }
-    return 0;
+    return local_method_entry(v);
 }
 
 static inline uintptr_t
 frame_method_entry_slow(const VALUE *ep, VALUE v)
 {
-    if (!VM_ENV_LOCAL_P(ep)) return block_method_entry(ep);
-    if (imemo_kind_p(v, imemo_svar)) {
-        v = ((struct vm_svar *)v)->cref_or_me;
-        if (imemo_kind_p(v, imemo_ment)) return v;
-    }
-    return 0;
+    return VM_ENV_LOCAL_P(ep) ? local_method_entry(v) : block_method_entry(ep);
 }
 
 static inline bool

@@ -419,7 +419,7 @@ sampling_records_update_references(struct sampling_records *r, sampling_location
      * may have.  Then the table is rebuilt in place from the records,
      * needing no memory: every stored stack belongs to a record now
      * (readers, which may keep a stack whose records went, hold GC off). */
-    if (klass_moved && r->stacks.capacity) {
+    if (klass_moved) {
         struct sampling_stack_table *t = &r->stacks;
         memset(t->slots, 0, t->capacity * sizeof(*t->slots));
         t->size = 0;
@@ -487,25 +487,21 @@ sampling_records_verify(const struct sampling_records *r)
     }
     /* every reference held is counted once per stack that holds it */
     struct refset expected = { 0 };
+    const char *err = NULL;
     size_t stacks = 0;
     for (size_t i = 0; i < r->stacks.capacity; i++) {
         const struct sampling_stack *s = r->stacks.slots[i];
         if (!s) continue;
         stacks++;
-        if (table_slot_of(&r->stacks, s) != i) {
-            refset_free(&expected);
-            return "a stack is not in its probe run";
-        }
-        if (s->hash != sampling_stack_hash(s->frames, s->nframes, s->truncated)) {
-            refset_free(&expected);
-            return "a stack's hash is not the hash of its frames";
+        if (!err && table_slot_of(&r->stacks, s) != i) err = "a stack is not in its probe run";
+        if (!err && s->hash != sampling_stack_hash(s->frames, s->nframes, s->truncated)) {
+            err = "a stack's hash is not the hash of its frames";
         }
         for (uint32_t j = 0; j < stack_nrefs(s); j++) {
             if (stack_ref(s, j)) refset_add(&expected, stack_ref(s, j));
         }
     }
-    const char *err = NULL;
-    if (stacks != r->stacks.size) err = "stack table size is wrong";
+    if (!err && stacks != r->stacks.size) err = "stack table size is wrong";
     if (!err && expected.size != r->refs.size) err = "refs hold a different set";
     REFSET_FOREACH(&expected, e) {
         if (!err && refset_count(&r->refs, e->key) != e->count) err = "a reference is miscounted";
