@@ -146,6 +146,10 @@ sampler_stats_m(VALUE self)
     rb_hash_aset(h, SYM("live"), ULL2NUM(s.live));
     rb_hash_aset(h, SYM("dropped"), ULL2NUM(s.dropped));
     rb_hash_aset(h, SYM("evicted"), ULL2NUM(s.evicted));
+    rb_hash_aset(h, SYM("records"), ULL2NUM(s.records));
+    rb_hash_aset(h, SYM("sites"), ULL2NUM(s.sites));
+    rb_hash_aset(h, SYM("folded"), ULL2NUM(s.folded));
+    rb_hash_aset(h, SYM("named"), ULL2NUM(s.named));
     rb_hash_aset(h, SYM("allocated_bytes"), ULL2NUM(s.allocated_bytes));
     VALUE heaps = rb_ary_new_capa((long)s.nheaps);
     for (size_t i = 0; i < s.nheaps; i++) {
@@ -160,12 +164,116 @@ sampler_stats_m(VALUE self)
     return h;
 }
 
+/* ---- reading ---- */
+
+/* A read of the records and sites as they were when it began: records
+ * with seq below `limit`, sites up to `newest`.  Between read_begin and
+ * read_end GC is off and other Ractors wait, so no record changes state,
+ * nothing moves, and (records.h) no record is evicted and no site freed:
+ * a reader may allocate freely.  Only the record table may move (it grows
+ * past its reserve with samples of the reader's own allocations): index
+ * it again after anything that allocates.  Each distinct site is
+ * converted once per read (read_site), into what the reader needs. */
+struct read {
+    st_table *sites;        /* site -> its conversion */
+    uint64_t limit;
+    const struct sampling_stack *newest;
+    unsigned int lev;
+    bool reading;
+};
+
+static void
+read_begin(struct read *rd)
+{
+    rd->limit = sampler_read_begin(&rd->lev);
+    rd->newest = sampler_records()->newest;
+    rd->reading = true;
+}
+
+static int
+read_free_i(st_data_t key, st_data_t value, st_data_t free_converted)
+{
+    if (value) ((void (*)(st_data_t))free_converted)(value);
+    return ST_CONTINUE;
+}
+
+/* Ends a read (from an ensure function): frees the conversions with
+ * free_converted (NULL: nothing to free), and lets GC and the other
+ * Ractors go on. */
+static void
+read_end(struct read *rd, void (*free_converted)(st_data_t))
+{
+    if (free_converted) st_foreach(rd->sites, read_free_i, (st_data_t)free_converted);
+    st_free_table(rd->sites);
+    if (rd->reading) sampler_read_end(rd->lev);
+}
+
+/* The record at index if the read sees it, else NULL; valid until the
+ * reader next allocates. */
+static const struct sampling_record *
+read_record(const struct read *rd, size_t index)
+{
+    const struct sampling_records *r = sampler_records();
+    if (index >= r->used) return NULL;
+    const struct sampling_record *rec = &r->items[index];
+    return rec->seq && rec->seq < rd->limit ? rec : NULL;
+}
+
+/* Every site the read sees, oldest first. */
+#define READ_SITES_FOREACH(rd, s) \
+    for (const struct sampling_stack *s = sampler_records()->oldest, *s##_end = (rd)->newest ? (rd)->newest->newer : s; \
+         s && s != s##_end; s = s->newer)
+
+typedef st_data_t read_convert_fn(const struct sampling_names *names, void *arg);
+
+/* A site's names for a read: its own once named, else made now. */
+struct site_names {
+    const struct sampling_stack *site;
+    struct sampling_names *made;
+    read_convert_fn *convert;
+    void *arg;
+};
+
+static VALUE
+site_names_convert(VALUE arg)
+{
+    struct site_names *sn = (struct site_names *)arg;
+    const struct sampling_names *names = sn->site->names;
+    if (!names) {
+        const struct sampling_stack *s = sn->site;
+        names = sn->made = sampling_names_of(s->frames, s->nframes, s->origin, s->klass);
+        if (!names) rb_memerror();
+    }
+    return (VALUE)sn->convert(names, sn->arg);
+}
+
+static VALUE
+site_names_free(VALUE arg)
+{
+    free(((struct site_names *)arg)->made);
+    return Qnil;
+}
+
+/* The conversion of site, made once per read.  It is registered (as 0)
+ * before it is made, so one that raises half-way is not made again. */
+static st_data_t
+read_site(struct read *rd, const struct sampling_stack *site, read_convert_fn *convert, void *arg)
+{
+    st_data_t converted;
+    if (st_lookup(rd->sites, (st_data_t)site, &converted)) return converted;
+    st_insert(rd->sites, (st_data_t)site, 0);
+    struct site_names sn = { site, NULL, convert, arg };
+    converted = (st_data_t)rb_ensure(site_names_convert, (VALUE)&sn, site_names_free, (VALUE)&sn);
+    st_insert(rd->sites, (st_data_t)site, converted);
+    return converted;
+}
+
 /* ---- Sample ---- */
 
 struct sample_view {
     uint32_t index;
     uint64_t seq;
-    VALUE klass;            /* Qnil for hidden / internal */
+    VALUE klass;            /* Qnil for hidden / internal, or a class that died */
     VALUE frames;           /* frozen Array of frozen [path, lineno, label] */
     double weight;
     size_t allocated_gc, freed_gc;
@@ -223,128 +331,28 @@ sample_refresh(struct sample_view *v)
     v->old = rec.old;
 }
 
-/* The locations a stack shows (a malloc'd array; *n of them). */
-static struct sampling_location *
-stack_resolve(const struct sampling_stack *s, uint32_t *n)
-{
-    struct sampling_location *locs = malloc((s->nframes ? s->nframes : 1) * sizeof(*locs));
-    if (!locs) rb_memerror();
-    *n = sampling_frames_resolve(s->frames, s->nframes, locs);
-    return locs;
-}
-
 static VALUE
-location_array(const struct sampling_location *loc)
+name_string(const char *s, uint32_t len)
 {
-    VALUE path = sampling_location_path(loc);
-    if (!NIL_P(path)) path = rb_str_new_frozen(path);
-    VALUE label = sampling_location_label(loc);
-    return rb_ary_freeze(rb_ary_new_from_args(3, path, INT2NUM(sampling_location_lineno(loc)), rb_str_freeze(label)));
-}
-
-static VALUE
-boot_frames(void)
-{
-    /* taken before the VM could show a stack (RUBY_GC_SAMPLING at boot) */
-    VALUE boot = rb_str_freeze(rb_str_new_cstr("<boot>"));
-    return rb_ary_freeze(rb_ary_new_from_args(1, rb_ary_freeze(rb_ary_new_from_args(3, boot, INT2FIX(0), boot))));
-}
-
-struct stack_frames_arg {
-    struct sampling_location *locs;
-    uint32_t n;
-};
-
-static VALUE
-stack_frames_body(VALUE arg)
-{
-    struct stack_frames_arg *a = (struct stack_frames_arg *)arg;
-    VALUE frames = rb_ary_new_capa(a->n);
-    for (uint32_t i = 0; i < a->n; i++) rb_ary_push(frames, location_array(&a->locs[i]));
-    return rb_ary_freeze(frames);
-}
-
-static VALUE
-free_locations(VALUE arg)
-{
-    free(((struct stack_frames_arg *)arg)->locs);
-    return Qnil;
+    return s ? rb_str_freeze(rb_utf8_str_new(s, len)) : Qnil;
 }
 
 /* frames as Sample#frames gives them: a frozen Array of frozen [path, lineno, label] */
-static VALUE
-stack_frames(const struct sampling_stack *s)
+static st_data_t
+frames_convert(const struct sampling_names *names, void *arg)
 {
-    if (s->nframes == 0) return boot_frames();
-    struct stack_frames_arg a;
-    a.locs = stack_resolve(s, &a.n);
-    return rb_ensure(stack_frames_body, (VALUE)&a, free_locations, (VALUE)&a);
-}
-
-/* ---- reading the records ---- */
-
-/* A read of the records taken before it began (seq below the limit
- * sampler_read_begin returns), for samples and for write_pprof.  Records
- * may be added (samples of the reader's own allocations) and evicted while
- * the reader allocates, never moved or found dead: GC is off and other
- * Ractors wait.  Each distinct stack is converted once (convert) and stays
- * retained until the read ends, so no new stack can take its address
- * meanwhile; visit gets the record's index, its sequence number and the
- * conversion, and re-checks the sequence number after it allocates. */
-struct read {
-    st_table *stacks;       /* stack -> its conversion (0 while converting) */
-    unsigned int lev;
-    bool reading;
-};
-
-typedef st_data_t read_convert_fn(const struct sampling_stack *stack, void *arg);
-typedef void read_visit_fn(uint32_t index, uint64_t seq, st_data_t converted, void *arg);
-
-static void
-read_records(struct read *rd, read_convert_fn *convert, read_visit_fn *visit, void *arg)
-{
-    uint64_t limit = sampler_read_begin(&rd->lev);
-    rd->reading = true;
-    struct sampling_records *r = sampler_records();
-    for (size_t i = 0; i < r->used; i++) {
-        uint64_t seq = r->items[i].seq;
-        if (!seq || seq >= limit) continue;
-        struct sampling_stack *stack = r->items[i].stack;
-        st_data_t converted;
-        if (!st_lookup(rd->stacks, (st_data_t)stack, &converted)) {
-            sampling_stack_retain(stack);
-            st_insert(rd->stacks, (st_data_t)stack, 0);  /* released at the end, whatever happens */
-            converted = convert(stack, arg);
-            st_insert(rd->stacks, (st_data_t)stack, converted);
-        }
-        if (r->items[i].seq != seq) continue;  /* evicted while we allocated */
-        visit((uint32_t)i, seq, converted, arg);
+    if (names->n == 0) {
+        VALUE unknown = rb_str_freeze(rb_str_new_cstr("<unknown>"));
+        return (st_data_t)rb_ary_freeze(rb_ary_new_from_args(1, rb_ary_freeze(rb_ary_new_from_args(3, unknown, INT2FIX(0), unknown))));
     }
-}
-
-struct read_end_arg {
-    void (*free_converted)(st_data_t);
-};
-
-static int
-read_release_i(st_data_t key, st_data_t value, st_data_t arg)
-{
-    void (*free_converted)(st_data_t) = ((struct read_end_arg *)arg)->free_converted;
-    if (free_converted && value) free_converted(value);
-    sampling_stack_release(sampler_records(), (struct sampling_stack *)key);
-    return ST_CONTINUE;
-}
-
-/* Ends a read (from an ensure function): releases the stacks, frees their
- * conversions with free_converted (NULL: nothing to free), and lets GC and
- * the other Ractors go on. */
-static void
-read_end(struct read *rd, void (*free_converted)(st_data_t))
-{
-    struct read_end_arg a = { free_converted };
-    if (rd->reading) st_foreach(rd->stacks, read_release_i, (st_data_t)&a);
-    st_free_table(rd->stacks);
-    if (rd->reading) sampler_read_end(rd->lev);
+    VALUE frames = rb_ary_new_capa(names->n);
+    for (uint32_t i = 0; i < names->n; i++) {
+        const struct sampling_name *nm = &names->locs[i];
+        rb_ary_push(frames, rb_ary_freeze(rb_ary_new_from_args(3, name_string(nm->path, nm->pathlen), INT2NUM(nm->lineno),
+                                                                 name_string(nm->label, nm->labellen))));
+    }
+    /* (stays reachable: GC is off, then the result holds it) */
+    return (st_data_t)rb_ary_freeze(frames);
 }
 
 /* A snapshot of every record taken before the call, as Sample objects. */
@@ -353,42 +361,34 @@ struct snapshot {
     VALUE result;
 };
 
-static st_data_t
-snapshot_convert(const struct sampling_stack *stack, void *arg)
-{
-    /* (the frames Array stays reachable: GC is off, then the result holds it) */
-    return (st_data_t)stack_frames(stack);
-}
-
-static void
-snapshot_visit(uint32_t index, uint64_t seq, st_data_t frames, void *arg)
-{
-    struct snapshot *snap = arg;
-    struct sample_view *v;
-    VALUE sample = TypedData_Make_Struct(cSample, struct sample_view, &sample_type, v);
-    const struct sampling_record *rec = &sampler_records()->items[index];
-    if (rec->seq != seq) return;  /* evicted while we allocated */
-    v->index = index;
-    v->seq = seq;
-    RB_OBJ_WRITE(sample, &v->klass, rec->stack->klass ? (VALUE)rec->stack->klass : Qnil);
-    RB_OBJ_WRITE(sample, &v->frames, (VALUE)frames);
-    v->weight = rec->weight;
-    v->allocated_gc = rec->allocated_gc;
-    v->size = rec->size;
-    v->type = rec->type;
-    v->imemo_type = rec->imemo_type;
-    v->truncated = rec->stack->truncated;
-    v->live = rec->live_pos != SAMPLING_NONE;
-    v->freed_gc = rec->freed_gc;
-    v->old = rec->old;
-    rb_ary_push(snap->result, sample);
-}
-
 static VALUE
 snapshot_body(VALUE arg)
 {
     struct snapshot *snap = (struct snapshot *)arg;
-    read_records(&snap->read, snapshot_convert, snapshot_visit, snap);
+    read_begin(&snap->read);
+    for (size_t i = 0; i < sampler_records()->used; i++) {
+        const struct sampling_record *rec = read_record(&snap->read, i);
+        if (!rec) continue;
+        VALUE frames = (VALUE)read_site(&snap->read, rec->stack, frames_convert, NULL);
+        struct sample_view *v;
+        VALUE sample = TypedData_Make_Struct(cSample, struct sample_view, &sample_type, v);
+        rec = read_record(&snap->read, i);   /* (again: the table may have moved) */
+        const struct sampling_stack *site = rec->stack;
+        v->index = (uint32_t)i;
+        v->seq = rec->seq;
+        RB_OBJ_WRITE(sample, &v->klass, site->klass ? (VALUE)site->klass : Qnil);
+        RB_OBJ_WRITE(sample, &v->frames, frames);
+        v->weight = rec->weight;
+        v->allocated_gc = rec->allocated_gc;
+        v->size = rec->size;
+        v->type = site->type;
+        v->imemo_type = site->imemo_type;
+        v->truncated = site->truncated;
+        v->live = rec->live_pos != SAMPLING_NONE;
+        v->freed_gc = rec->freed_gc;
+        v->old = rec->old;
+        rb_ary_push(snap->result, sample);
+    }
     return snap->result;
 }
 
@@ -402,7 +402,7 @@ snapshot_ensure(VALUE arg)
 static VALUE
 snapshot(void)
 {
-    struct snapshot snap = { { st_init_numtable(), 0, false }, rb_ary_new() };
+    struct snapshot snap = { { st_init_numtable(), 0, NULL, 0, false }, rb_ary_new() };
     rb_ensure(snapshot_body, (VALUE)&snap, snapshot_ensure, (VALUE)&snap);
     return snap.result;
 }
@@ -444,22 +444,27 @@ static const char *const type_names[] = {
     NULL, NULL, "T_IMEMO", "T_NODE", "T_ICLASS", "T_ZOMBIE", "T_MOVED", NULL,
 };
 
-static VALUE
-sample_type_m(VALUE self)
+static const char *
+type_name(uint16_t type)
 {
-    struct sample_view *v = sample_get(self);
-    const char *name = v->type < 32 ? type_names[v->type] : NULL;
-    return name ? ID2SYM(rb_intern(name)) : INT2FIX(v->type);
+    const char *name = type < 32 ? type_names[type] : NULL;
+    return name ? name : "T_UNKNOWN";
 }
 
 static VALUE
-sample_imemo_type_m(VALUE self)
+type_symbol(uint16_t type)
 {
-    struct sample_view *v = sample_get(self);
-    if (v->type != RUBY_T_IMEMO) return Qnil;
-    return ID2SYM(rb_intern(rb_imemo_name(v->imemo_type)));
+    return ID2SYM(rb_intern(type_name(type)));
 }
 
+static VALUE
+imemo_symbol(uint16_t type, uint8_t imemo_type)
+{
+    return type == RUBY_T_IMEMO ? ID2SYM(rb_intern(rb_imemo_name(imemo_type))) : Qnil;
+}
+
+static VALUE sample_type_m(VALUE self) { return type_symbol(sample_get(self)->type); }
+static VALUE sample_imemo_type_m(VALUE self) { return imemo_symbol(sample_get(self)->type, sample_get(self)->imemo_type); }
 static VALUE sample_klass_m(VALUE self) { return sample_get(self)->klass; }
 static VALUE sample_size_m(VALUE self) { return UINT2NUM(sample_get(self)->size); }
 static VALUE sample_frames_m(VALUE self) { return sample_get(self)->frames; }
@@ -522,110 +527,228 @@ sample_inspect_m(VALUE self)
                       sample_live_p(self) == Qtrue ? "" : " dead");
 }
 
-/* ---- profiles ---- */
+/* ---- sites: totals per site, for profiles and reports ---- */
+
+/* What a profile shows of one site: totals of every sample taken there,
+ * and in-use totals of its live records (which the read sees). */
+struct site_values {
+    double alloc_space, alloc_objects, inuse_space, inuse_objects;
+};
+
+/* In-use totals per site (site -> malloc'd struct site_values), from the
+ * live records the read sees. */
+static void
+read_inuse(struct read *rd, st_table *inuse)
+{
+    const struct sampling_records *r = sampler_records();
+    for (size_t i = 0; i < r->nlive; i++) {
+        const struct sampling_record *rec = read_record(rd, r->live[i].record);
+        if (!rec) continue;
+        st_data_t v;
+        if (!st_lookup(inuse, (st_data_t)rec->stack, &v)) {
+            v = (st_data_t)calloc(1, sizeof(struct site_values));
+            if (!v) rb_memerror();
+            st_insert(inuse, (st_data_t)rec->stack, v);
+        }
+        ((struct site_values *)v)->inuse_space += rec->weight;
+        ((struct site_values *)v)->inuse_objects += rec->weight / rec->size;
+    }
+}
+
+static struct site_values
+site_values(const struct sampling_stack *site, st_table *inuse)
+{
+    struct site_values sv = { site->alloc_space, site->alloc_objects, 0, 0 };
+    st_data_t v;
+    if (st_lookup(inuse, (st_data_t)site, &v)) {
+        sv.inuse_space = ((struct site_values *)v)->inuse_space;
+        sv.inuse_objects = ((struct site_values *)v)->inuse_objects;
+    }
+    return sv;
+}
+
+static int
+free_value_i(st_data_t key, st_data_t value, st_data_t arg)
+{
+    free((void *)value);
+    return ST_CONTINUE;
+}
+
+static void
+inuse_free(st_table *inuse)
+{
+    st_foreach(inuse, free_value_i, 0);
+    st_free_table(inuse);
+}
+
+/* The name a pseudo-site gets for the totals of folded sites. */
+#define OTHER_SITES "<other sites>"
+
+/* ---- site_totals (report.rb reads them) ---- */
+
+struct totals {
+    struct read read;
+    st_table *inuse;
+    VALUE result;
+};
 
 static VALUE
-class_label(VALUE klass)
+totals_row(VALUE frames, VALUE klass, VALUE type, VALUE imemo, struct site_values sv, VALUE ages)
 {
-    if (NIL_P(klass) || !klass) return Qnil;
-    VALUE name = rb_mod_name(klass);
-    if (NIL_P(name)) name = rb_any_to_s(klass);  /* anonymous: #<Class:0x...> */
-    return name;
+    VALUE row = rb_ary_new_capa(9);
+    rb_ary_push(row, frames);
+    rb_ary_push(row, klass);
+    rb_ary_push(row, type);
+    rb_ary_push(row, imemo);
+    rb_ary_push(row, DBL2NUM(sv.alloc_space));
+    rb_ary_push(row, DBL2NUM(sv.alloc_objects));
+    rb_ary_push(row, DBL2NUM(sv.inuse_space));
+    rb_ary_push(row, DBL2NUM(sv.inuse_objects));
+    rb_ary_push(row, ages);
+    return row;
 }
 
-static const char *
-type_name(uint16_t type)
+static st_data_t
+class_name_convert(const struct sampling_names *names, void *arg)
 {
-    const char *name = type < 32 ? type_names[type] : NULL;
-    return name ? name : "T_UNKNOWN";
+    return (st_data_t)(names->klass ? rb_str_freeze(rb_utf8_str_new_cstr(names->klass)) : Qnil);
 }
+
+static st_data_t
+totals_convert(const struct sampling_names *names, void *arg)
+{
+    /* (reachable while GC is off, then from the rows) */
+    return (st_data_t)rb_ary_new_from_args(2, (VALUE)frames_convert(names, NULL), (VALUE)class_name_convert(names, NULL));
+}
+
+static VALUE
+totals_body(VALUE arg)
+{
+    struct totals *t = (struct totals *)arg;
+    read_begin(&t->read);
+    read_inuse(&t->read, t->inuse);
+    /* live ages per site */
+    st_table *ages = st_init_numtable();
+    VALUE keep = rb_ary_new();
+    size_t gc_count = rb_gc_count();
+    const struct sampling_records *r = sampler_records();
+    for (size_t i = 0; i < r->nlive; i++) {
+        const struct sampling_record *rec = read_record(&t->read, r->live[i].record);
+        if (!rec) continue;
+        st_data_t list;
+        const struct sampling_stack *site = rec->stack;
+        size_t age = sampling_record_age(rec, gc_count);
+        if (!st_lookup(ages, (st_data_t)site, &list)) {
+            list = (st_data_t)rb_ary_new();
+            rb_ary_push(keep, (VALUE)list);
+            st_insert(ages, (st_data_t)site, list);
+        }
+        rb_ary_push((VALUE)list, SIZET2NUM(age));
+    }
+    VALUE rows = rb_ary_new();
+    READ_SITES_FOREACH(&t->read, site) {
+        VALUE pair = (VALUE)read_site(&t->read, site, totals_convert, NULL);
+        st_data_t list;
+        VALUE site_ages = st_lookup(ages, (st_data_t)site, &list) ? (VALUE)list : rb_ary_new();
+        rb_ary_push(rows, totals_row(RARRAY_AREF(pair, 0), RARRAY_AREF(pair, 1), type_symbol(site->type),
+                                     imemo_symbol(site->type, site->imemo_type), site_values(site, t->inuse), site_ages));
+    }
+    st_free_table(ages);
+    RB_GC_GUARD(keep);
+    if (r->other_space > 0) {
+        VALUE other = rb_str_freeze(rb_str_new_cstr(OTHER_SITES));
+        VALUE frames = rb_ary_freeze(rb_ary_new_from_args(1, rb_ary_freeze(rb_ary_new_from_args(3, other, INT2FIX(0), other))));
+        struct site_values sv = { r->other_space, r->other_objects, 0, 0 };
+        rb_ary_push(rows, totals_row(frames, Qnil, Qnil, Qnil, sv, rb_ary_new()));
+    }
+    t->result = rows;
+    return rows;
+}
+
+static VALUE
+totals_ensure(VALUE arg)
+{
+    struct totals *t = (struct totals *)arg;
+    read_end(&t->read, NULL);
+    inuse_free(t->inuse);
+    return Qnil;
+}
+
+/* site_totals (private): one row per site, [frames, class name, type,
+ * imemo type, alloc_space, alloc_objects, inuse_space, inuse_objects,
+ * ages of its live samples]; folded sites as one "<other sites>" row. */
+static VALUE
+sampler_site_totals_m(VALUE self)
+{
+    struct totals t = { { st_init_numtable(), 0, NULL, 0, false }, st_init_numtable(), rb_ary_new() };
+    return rb_ensure(totals_body, (VALUE)&t, totals_ensure, (VALUE)&t);
+}
+
+/* ---- pprof ---- */
 
 static uint64_t
-rstring_index(struct pprof *p, VALUE str)
+name_index(struct pprof *p, const char *s, uint32_t len)
 {
-    if (NIL_P(str)) return 0;
-    return pprof_string(p, RSTRING_PTR(str), (size_t)RSTRING_LEN(str));
+    return s ? pprof_string(p, s, len) : 0;
 }
 
-/* A stack's location ids, innermost first.  Registered with the read
- * before it is filled, so an exception while filling it (no memory for a
- * label) leaks nothing: the read's end frees what is there. */
-struct stack_ids {
-    uint64_t *ids;
+/* A site's location ids, innermost first, and its class name's index. */
+struct site_ids {
+    uint64_t klass;
     uint32_t n;
-    struct sampling_location *locs;  /* while filling */
+    uint64_t ids[];
 };
 
 static void
-free_stack_ids(st_data_t value)
+free_site_ids(st_data_t value)
 {
-    struct stack_ids *s = (struct stack_ids *)value;
-    free(s->ids);
-    free(s->locs);
-    free(s);
+    free((void *)value);
 }
 
 struct pprof_build {
     struct read read;
+    st_table *inuse;
     struct pprof *p;
     uint64_t key_class, key_type;
     uint8_t *bytes;
     size_t len;
 };
 
-static st_data_t
-pprof_convert(const struct sampling_stack *stack, void *arg)
+static uint64_t
+synthetic_location(struct pprof *p, const char *name)
 {
-    struct pprof_build *b = arg;
-    struct pprof *p = b->p;
-    struct stack_ids *s = calloc(1, sizeof(*s));
+    uint64_t s = pprof_cstring(p, name);
+    return pprof_location(p, pprof_function(p, s, s), 0);
+}
+
+static st_data_t
+pprof_convert(const struct sampling_names *names, void *arg)
+{
+    struct pprof *p = ((struct pprof_build *)arg)->p;
+    uint32_t n = names->n ? names->n : 1;
+    struct site_ids *s = malloc(sizeof(*s) + n * sizeof(s->ids[0]));
     if (!s) rb_memerror();
-    st_insert(b->read.stacks, (st_data_t)stack, (st_data_t)s);
-    s->ids = malloc((stack->nframes ? stack->nframes : 1) * sizeof(*s->ids));
-    if (!s->ids) rb_memerror();
-    if (!stack->nframes) {
-        uint64_t boot = pprof_cstring(p, "<boot>");
-        s->ids[0] = pprof_location(p, pprof_function(p, boot, boot), 0);
-        s->n = 1;
-        return (st_data_t)s;
+    s->n = n;
+    s->klass = names->klass ? pprof_cstring(p, names->klass) : 0;
+    if (!names->n) s->ids[0] = synthetic_location(p, "<unknown>");
+    for (uint32_t i = 0; i < names->n; i++) {
+        const struct sampling_name *nm = &names->locs[i];
+        uint64_t function = pprof_function(p, name_index(p, nm->label, nm->labellen), name_index(p, nm->path, nm->pathlen));
+        s->ids[i] = pprof_location(p, function, nm->lineno);
     }
-    s->locs = malloc(stack->nframes * sizeof(*s->locs));
-    if (!s->locs) rb_memerror();
-    uint32_t count = sampling_frames_resolve(stack->frames, stack->nframes, s->locs);
-    for (uint32_t i = 0; i < count; i++) {
-        VALUE label = sampling_location_label(&s->locs[i]), path = sampling_location_path(&s->locs[i]);
-        uint64_t function = pprof_function(p, rstring_index(p, label), rstring_index(p, path));
-        s->ids[i] = pprof_location(p, function, sampling_location_lineno(&s->locs[i]));
-        RB_GC_GUARD(label);
-        RB_GC_GUARD(path);
-    }
-    free(s->locs);
-    s->locs = NULL;
-    s->n = count;
     return (st_data_t)s;
 }
 
+/* One pprof sample, rounded once (rounding each record would bias the
+ * counts by up to half an object a record). */
 static void
-pprof_visit(uint32_t index, uint64_t seq, st_data_t converted, void *arg)
+pprof_site_sample(struct pprof_build *b, const uint64_t *ids, uint32_t n, struct site_values sv,
+                  const struct pprof_label *labels, size_t nlabels)
 {
-    struct pprof_build *b = arg;
-    struct pprof *p = b->p;
-    const struct sampling_record *rec = &sampler_records()->items[index];
-    if (rec->seq != seq) return;  /* evicted while we allocated */
-    VALUE klass_name = rec->stack->klass ? class_label((VALUE)rec->stack->klass) : Qnil;
-    rec = &sampler_records()->items[index];
-    if (rec->seq != seq) return;  /* the same, while class_label allocated */
-    bool live = rec->live_pos != SAMPLING_NONE;
-    int64_t space = (int64_t)llround(rec->weight);
-    int64_t objects = (int64_t)llround(rec->weight / rec->size);
-    int64_t values[4] = { objects, space, live ? objects : 0, live ? space : 0 };
-    struct pprof_label labels[2];
-    size_t nlabels = 0;
-    labels[nlabels++] = (struct pprof_label){ b->key_type, pprof_cstring(p, type_name(rec->type)) };
-    if (!NIL_P(klass_name)) labels[nlabels++] = (struct pprof_label){ b->key_class, rstring_index(p, klass_name) };
-    const struct stack_ids *s = (const struct stack_ids *)converted;
-    pprof_sample(p, s->ids, s->n, values, 4, labels, nlabels);
-    RB_GC_GUARD(klass_name);
+    int64_t values[4] = { llround(sv.alloc_objects), llround(sv.alloc_space), llround(sv.inuse_objects),
+                          llround(sv.inuse_space) };
+    if (!values[0] && !values[1] && !values[2] && !values[3]) return;
+    pprof_sample(b->p, ids, n, values, 4, labels, nlabels);
 }
 
 static VALUE
@@ -640,18 +763,41 @@ pprof_build_body(VALUE arg)
     pprof_sample_type(p, "inuse_space", "bytes");
     pprof_period(p, "space", "bytes", (int64_t)params->interval);
     pprof_default_sample_type(p, "alloc_space");
-    char comment[128];
+    b->key_class = pprof_cstring(p, "class");
+    b->key_type = pprof_cstring(p, "type");
+
+    read_begin(&b->read);
+    const struct sampling_records *r = sampler_records();
+    char comment[256];
     snprintf(comment, sizeof(comment), "sampling GC: mode=%s interval=%llu depth=%u",
              params->mode == SAMPLING_MODE_FIXED ? "fixed" : "poisson",
              (unsigned long long)params->interval, params->depth);
     pprof_comment(p, comment);
+    if (r->evicted || r->dropped || r->folded) {
+        /* totals stay exact; in-use covers the records kept */
+        snprintf(comment, sizeof(comment), "records evicted: %llu, dropped: %llu; sites folded into "
+                 OTHER_SITES ": %llu (alloc totals are exact; inuse covers the records kept)",
+                 (unsigned long long)r->evicted, (unsigned long long)r->dropped, (unsigned long long)r->folded);
+        pprof_comment(p, comment);
+    }
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     pprof_time(p, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, 0);
 
-    b->key_class = pprof_cstring(p, "class");
-    b->key_type = pprof_cstring(p, "type");
-    read_records(&b->read, pprof_convert, pprof_visit, b);
+    read_inuse(&b->read, b->inuse);
+    READ_SITES_FOREACH(&b->read, site) {
+        const struct site_ids *s = (const struct site_ids *)read_site(&b->read, site, pprof_convert, b);
+        struct pprof_label labels[2];
+        size_t nlabels = 0;
+        labels[nlabels++] = (struct pprof_label){ b->key_type, pprof_cstring(p, type_name(site->type)) };
+        if (s->klass) labels[nlabels++] = (struct pprof_label){ b->key_class, s->klass };
+        pprof_site_sample(b, s->ids, s->n, site_values(site, b->inuse), labels, nlabels);
+    }
+    if (r->other_space > 0) {
+        uint64_t id = synthetic_location(p, OTHER_SITES);
+        struct site_values sv = { r->other_space, r->other_objects, 0, 0 };
+        pprof_site_sample(b, &id, 1, sv, NULL, 0);
+    }
     if (!pprof_finish(p, true, &b->bytes, &b->len)) rb_memerror();
     return Qnil;
 }
@@ -660,7 +806,8 @@ static VALUE
 pprof_build_ensure(VALUE arg)
 {
     struct pprof_build *b = (struct pprof_build *)arg;
-    read_end(&b->read, free_stack_ids);
+    read_end(&b->read, free_site_ids);
+    inuse_free(b->inuse);
     pprof_free(b->p);
     return Qnil;
 }
@@ -671,64 +818,66 @@ pprof_bytes(void)
 {
     struct pprof *p = pprof_new();
     if (!p) rb_memerror();
-    struct pprof_build b = { { st_init_numtable(), 0, false }, p, 0, 0, NULL, 0 };
+    struct pprof_build b = { { st_init_numtable(), 0, NULL, 0, false }, st_init_numtable(), p, 0, 0, NULL, 0 };
     rb_ensure(pprof_build_body, (VALUE)&b, pprof_build_ensure, (VALUE)&b);
     VALUE str = rb_str_new((const char *)b.bytes, (long)b.len);
     free(b.bytes);
     return str;
 }
 
-/* Writes bytes to path_or_io: a path (String or #to_path) is written
- * whole or not at all (SystemCallError names it); an IO gets #write. */
+/* ---- output ---- */
+
+/* Writes bytes to path_or_io: an IO (anything with #write, even one that
+ * also has #to_path, as every File does) is written through at its
+ * position; a String or Pathname names a file, written with File.binwrite
+ * (which opens and writes without the GVL and can be interrupted: a FIFO
+ * with no reader blocks only this thread). */
 static VALUE
 write_out(VALUE dest, VALUE bytes, const char *argname)
 {
-    VALUE path = Qnil;
-    if (RB_TYPE_P(dest, T_STRING)) path = dest;
-    else if (rb_respond_to(dest, rb_intern("to_path"))) path = rb_funcall(dest, rb_intern("to_path"), 0);
-    else if (!rb_respond_to(dest, rb_intern("write")))
-        rb_raise(rb_eArgError, "%s must be a path (String, Pathname) or an IO (got %"PRIsVALUE")", argname, rb_inspect(dest));
-
-    if (NIL_P(path)) {
+    if (!RB_TYPE_P(dest, T_STRING) && rb_respond_to(dest, rb_intern("write"))) {
         rb_funcall(dest, rb_intern("write"), 1, bytes);
-        return LONG2NUM(RSTRING_LEN(bytes));
     }
-    FilePathValue(path);
-    const char *cpath = RSTRING_PTR(path);
-    if (strlen(cpath) != (size_t)RSTRING_LEN(path)) rb_raise(rb_eArgError, "%s contains a NUL byte", argname);
-    int fd = open(cpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) rb_syserr_fail_str(errno, path);
-    const char *data = RSTRING_PTR(bytes);
-    size_t left = (size_t)RSTRING_LEN(bytes);
-    while (left) {
-        ssize_t n = write(fd, data, left);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            int e = errno;
-            close(fd);
-            rb_syserr_fail_str(e, path);
-        }
-        data += n;
-        left -= (size_t)n;
+    else if (RB_TYPE_P(dest, T_STRING) || rb_respond_to(dest, rb_intern("to_path"))) {
+        rb_funcall(rb_cFile, rb_intern("binwrite"), 2, rb_get_path(dest), bytes);
     }
-    if (close(fd) != 0) rb_syserr_fail_str(errno, path);
+    else {
+        rb_raise(rb_eArgError, "%s must be a path (String, Pathname) or an IO (got %"PRIsVALUE")", argname, rb_inspect(dest));
+    }
     return LONG2NUM(RSTRING_LEN(bytes));
+}
+
+static void
+check_destination(VALUE dest, const char *argname)
+{
+    if (!RB_TYPE_P(dest, T_STRING) && !rb_respond_to(dest, rb_intern("to_path")) && !rb_respond_to(dest, rb_intern("write")))
+        rb_raise(rb_eArgError, "%s must be a path (String, Pathname) or an IO (got %"PRIsVALUE")", argname, rb_inspect(dest));
 }
 
 static VALUE
 sampler_write_pprof_m(VALUE self, VALUE dest)
 {
-    if (!RB_TYPE_P(dest, T_STRING) && !rb_respond_to(dest, rb_intern("to_path")) && !rb_respond_to(dest, rb_intern("write")))
-        rb_raise(rb_eArgError, "path_or_io must be a path (String, Pathname) or an IO (got %"PRIsVALUE")", rb_inspect(dest));
+    check_destination(dest, "path_or_io");
     return write_out(dest, pprof_bytes(), "path_or_io");
 }
 
-/* RUBY_GC_SAMPLING's out=: the profile at exit, %p the pid.  Never raises:
- * a failure is one warning, and the exit status stays the program's. */
+/* RUBY_GC_SAMPLING's out=: the profile at exit, %p the pid (resolved
+ * against the directory the program started in).  Never raises for a
+ * failed write: one warning, and the exit status stays the program's.  A
+ * signal that arrives meanwhile waits until the profile is written (unless
+ * the write blocks), then ends the program as it would have. */
+static VALUE
+write_at_exit_write(RB_BLOCK_CALL_FUNC_ARGLIST(unused, path))
+{
+    return write_out(path, pprof_bytes(), "out");
+}
+
 static VALUE
 write_at_exit_body(VALUE path)
 {
-    return write_out(path, pprof_bytes(), "out");
+    VALUE mask = rb_hash_new();
+    rb_hash_aset(mask, rb_cObject, ID2SYM(rb_intern("on_blocking")));
+    return rb_block_call(rb_cThread, rb_intern("handle_interrupt"), 1, &mask, write_at_exit_write, path);
 }
 
 static void
@@ -743,13 +892,13 @@ write_at_exit(VALUE unused)
     }
     int state = 0;
     rb_protect(write_at_exit_body, rb_str_new_cstr(path), &state);
-    if (state) {
-        VALUE err = rb_errinfo();
-        rb_set_errinfo(Qnil);
-        VALUE msg = rb_check_funcall(err, rb_intern("message"), 0, 0);
-        fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: could not write the profile to %s: %s\n", path,
-                RB_TYPE_P(msg, T_STRING) ? StringValueCStr(msg) : "error");
-    }
+    if (!state) return;
+    VALUE err = rb_errinfo();
+    if (rb_obj_is_kind_of(err, rb_eSignal)) rb_jump_tag(state);   /* the program ends by its signal */
+    rb_set_errinfo(Qnil);
+    VALUE msg = rb_check_funcall(err, rb_intern("message"), 0, 0);
+    fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: could not write the profile to %s: %s\n", path,
+            RB_TYPE_P(msg, T_STRING) ? StringValueCStr(msg) : "error");
 }
 
 /* ---- report.rb: collapsed stacks and the text report ---- */
@@ -758,25 +907,32 @@ static const char report_rb[] =
 #include "report_rb.inc"
     ;
 
-/* The first call defines the Ruby methods (report.rb), then re-dispatches
- * to them; they replace these stubs. */
+/* report and write_collapsed stay these C methods (so a Method taken
+ * before the first call keeps working, and nothing is redefined); the
+ * first call evaluates report.rb, which defines the private methods they
+ * call. */
 static VALUE
-load_report_rb_and_call(int argc, VALUE *argv, VALUE self, const char *name)
+report_call(int argc, VALUE *argv, VALUE self, const char *name)
 {
-    rb_eval_string(report_rb);
+    static bool loaded;
+    if (!loaded) {
+        rb_funcall(rb_mKernel, rb_intern("eval"), 4, rb_str_new_static(report_rb, (long)sizeof(report_rb) - 1), Qnil,
+                   rb_str_new_cstr("<internal:allocation_sampler/report>"), INT2FIX(1));
+        loaded = true;
+    }
     return rb_funcallv_kw(self, rb_intern(name), argc, argv, rb_keyword_given_p());
 }
 
 static VALUE
 sampler_write_collapsed_m(int argc, VALUE *argv, VALUE self)
 {
-    return load_report_rb_and_call(argc, argv, self, "write_collapsed");
+    return report_call(argc, argv, self, "write_collapsed_impl");
 }
 
 static VALUE
 sampler_report_m(int argc, VALUE *argv, VALUE self)
 {
-    return load_report_rb_and_call(argc, argv, self, "report");
+    return report_call(argc, argv, self, "report_impl");
 }
 
 /* ---- boot ---- */
@@ -791,6 +947,16 @@ start_from_environment(void)
     if (!sampling_params_parse(text, &params, err, sizeof(err))) {
         fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: %s; allocation sampling is off\n", err);
         return;
+    }
+    if (params.out[0] && params.out[0] != '/') {
+        /* relative to where the program started, not where it is at exit */
+        char cwd[SAMPLING_OUT_MAX], out[SAMPLING_OUT_MAX];
+        if (!getcwd(cwd, sizeof(cwd)) || (size_t)snprintf(out, sizeof(out), "%s/%s", cwd, params.out) >= sizeof(out)) {
+            fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: out=%s: the current directory cannot be read or the path is "
+                    "too long; allocation sampling is off\n", params.out);
+            return;
+        }
+        strcpy(params.out, out);
     }
     sampler_start(&params);
     if (params.out[0]) rb_set_end_proc(write_at_exit, Qnil);
@@ -811,6 +977,7 @@ sampling_api_init(void)
     rb_define_singleton_method(mSampler, "write_pprof", sampler_write_pprof_m, 1);
     rb_define_singleton_method(mSampler, "write_collapsed", sampler_write_collapsed_m, -1);
     rb_define_singleton_method(mSampler, "report", sampler_report_m, -1);
+    rb_define_private_method(rb_singleton_class(mSampler), "site_totals", sampler_site_totals_m, 0);
 
     cSample = rb_define_class_under(mSampler, "Sample", rb_cObject);
     rb_undef_alloc_func(cSample);

@@ -60,6 +60,30 @@ fail(char *err, size_t errlen, const char *fmt, const char *key, size_t keylen, 
     return false;
 }
 
+static const char *const known_keys[] = { "interval", "mode", "depth", "max_samples", "seed", "out" };
+
+/* Whether p starts with "key=" for a known key. */
+static bool
+at_known_key(const char *p)
+{
+    for (size_t i = 0; i < sizeof(known_keys) / sizeof(known_keys[0]); i++) {
+        size_t n = strlen(known_keys[i]);
+        if (strncmp(p, known_keys[i], n) == 0 && p[n] == '=') return true;
+    }
+    return false;
+}
+
+/* The end of out='s value: a path may hold commas, so it runs to the
+ * next comma that starts another known key ("out=a,b.pb.gz,mode=fixed"). */
+static const char *
+out_value_end(const char *value)
+{
+    for (const char *c = strchr(value, ','); c; c = strchr(c + 1, ',')) {
+        if (at_known_key(c + 1)) return c;
+    }
+    return NULL;
+}
+
 bool
 sampling_params_parse(const char *text, struct sampling_params *params, char *err, size_t errlen)
 {
@@ -70,7 +94,7 @@ sampling_params_parse(const char *text, struct sampling_params *params, char *er
     }
     const char *p = text;
     while (*p) {
-        const char *end = strchr(p, ',');
+        const char *end = strncmp(p, "out=", 4) == 0 ? out_value_end(p + 4) : strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         const char *eq = memchr(p, '=', len);
         if (!eq) return fail(err, errlen, "'%s%s' is not key=value", p, len, "", 0);
@@ -91,12 +115,13 @@ sampling_params_parse(const char *text, struct sampling_params *params, char *er
             else return fail(err, errlen, "%s=%s: expected poisson or fixed", p, keylen, value, valuelen);
         }
         else if (KEY("depth")) {
-            if (!sampling_parse_size(value, valuelen, true, &n) || n < SAMPLING_DEPTH_MIN || n > SAMPLING_DEPTH_MAX)
+            if (!sampling_parse_size(value, valuelen, false, &n) || n < SAMPLING_DEPTH_MIN || n > SAMPLING_DEPTH_MAX)
                 return fail(err, errlen, "%s=%s: expected frames from 1 to 4096", p, keylen, value, valuelen);
             params->depth = (uint32_t)n;
         }
         else if (KEY("max_samples")) {
-            if (!sampling_parse_size(value, valuelen, true, &n) || n < SAMPLING_MAX_SAMPLES_MIN || n > SAMPLING_MAX_SAMPLES_MAX)
+            /* a count: no k/m/g (those are powers of 1024, for bytes) */
+            if (!sampling_parse_size(value, valuelen, false, &n) || n < SAMPLING_MAX_SAMPLES_MIN || n > SAMPLING_MAX_SAMPLES_MAX)
                 return fail(err, errlen, "%s=%s: expected a count from 1 to 100000000", p, keylen, value, valuelen);
             params->max_samples = (size_t)n;
         }

@@ -133,9 +133,12 @@ struct sampling_capture
 sampling_frames_capture(struct sampling_frame *buf, uint32_t depth)
 {
     rb_execution_context_t *ec = current_ec();
-    /* (cfp is NULL whenever vm_stack is: rb_ec_clear_vm_stack clears it first) */
+    /* No thread object yet: the VM is booting.  (cfp is NULL whenever
+     * vm_stack is: rb_ec_clear_vm_stack clears it first, as a thread or
+     * fiber ends.) */
     if (!ec || !ec->cfp) {
-        return (struct sampling_capture){ sampling_hash_end(SAMPLING_HASH_START, 0, false), 0, false };
+        return (struct sampling_capture){ sampling_hash_end(SAMPLING_HASH_START, 0, false), 0, false,
+                                          ec ? SAMPLING_ORIGIN_NO_FRAME : SAMPLING_ORIGIN_BOOT };
     }
 
     /* the two dummy top frames are not shown */
@@ -191,7 +194,8 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth)
             }
         }
     }
-    return (struct sampling_capture){ sampling_hash_end(c.hash, n, c.truncated), n, c.truncated };
+    return (struct sampling_capture){ sampling_hash_end(c.hash, n, c.truncated), n, c.truncated,
+                                      n ? SAMPLING_ORIGIN_FRAMES : SAMPLING_ORIGIN_NO_FRAME };
 }
 
 static uint32_t
@@ -231,26 +235,49 @@ sampling_frames_resolve(const struct sampling_frame *frames, uint32_t n, struct 
     return m;
 }
 
-VALUE
-sampling_location_path(const struct sampling_location *loc)
+/* ---- names: a site as text, without allocating a Ruby object ---- */
+
+static int sampling_location_lineno(const struct sampling_location *loc);
+
+/* A growable text buffer in malloc'd memory; `failed` once memory ran out
+ * (then everything after is dropped and the caller gives up). */
+struct text {
+    char *buf;
+    size_t len, cap;
+    bool failed;
+};
+
+static void
+text_add(struct text *t, const char *s, size_t n)
 {
-    if (!loc->iseq) return Qnil;
-    return rb_iseq_path((const rb_iseq_t *)loc->iseq);
+    if (t->failed) return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 256;
+        while (t->len + n + 1 > cap) cap *= 2;
+        char *buf = realloc(t->buf, cap);
+        if (!buf) {
+            t->failed = true;
+            return;
+        }
+        t->buf = buf;
+        t->cap = cap;
+    }
+    memcpy(t->buf + t->len, s, n);
+    t->len += n;
+    t->buf[t->len] = '\0';
 }
 
-int
-sampling_location_lineno(const struct sampling_location *loc)
+static void text_cstr(struct text *t, const char *s) { text_add(t, s, strlen(s)); }
+
+static void
+text_str(struct text *t, VALUE str)
 {
-    if (!loc->iseq) return 0;
-    const rb_iseq_t *iseq = (const rb_iseq_t *)loc->iseq;
-    /* pc points after the instruction being executed (calc_pos in vm_backtrace.c) */
-    size_t pos = loc->pc ? loc->pc - 1 : 0;
-    return (int)rb_iseq_line_no(iseq, pos);
+    if (RB_TYPE_P(str, T_STRING)) text_add(t, RSTRING_PTR(str), (size_t)RSTRING_LEN(str));
 }
 
 /* The name of a class for a label, or Qnil when it has no permanent one
  * (anonymous, named under an anonymous module, or set_temporary_name), as
- * rb_mod_name0 decides (variable.c: classname). */
+ * rb_mod_name0 decides (variable.c: classname).  Reads, never allocates. */
 static VALUE
 permanent_name(VALUE mod)
 {
@@ -259,38 +286,65 @@ permanent_name(VALUE mod)
     return classpath;
 }
 
+/* A class as Module#name shows it, else as inspect of an anonymous one
+ * (rb_any_to_s: "#<Class:0x...>"). */
+static void
+text_class(struct text *t, VALUE klass)
+{
+    VALUE classpath = RCLASS_EXT(klass)->classpath;
+    if (classpath) {
+        text_str(t, classpath);
+        return;
+    }
+    char buf[64];
+    snprintf(buf, sizeof(buf), "#<%s:0x%016lx>", RB_TYPE_P(klass, T_MODULE) ? "Module" : "Class", (unsigned long)klass);
+    text_cstr(t, buf);
+}
+
 /* As rb_gen_method_name (vm_backtrace.c, not exported). */
-static VALUE
-method_label(VALUE owner, VALUE name)
+static void
+text_method_label(struct text *t, VALUE owner, VALUE name)
 {
     if (RB_TYPE_P(owner, T_CLASS) || RB_TYPE_P(owner, T_MODULE)) {
         if (FL_TEST(owner, FL_SINGLETON)) {
             VALUE v = rb_class_attached_object(owner);
             if (RB_TYPE_P(v, T_CLASS) || RB_TYPE_P(v, T_MODULE)) {
                 VALUE vname = permanent_name(v);
-                if (!NIL_P(vname)) return rb_sprintf("%"PRIsVALUE".%"PRIsVALUE, vname, name);
+                if (!NIL_P(vname)) {
+                    text_str(t, vname);
+                    text_cstr(t, ".");
+                    text_str(t, name);
+                    return;
+                }
             }
         }
         else {
             VALUE oname = permanent_name(owner);
-            if (!NIL_P(oname)) return rb_sprintf("%"PRIsVALUE"#%"PRIsVALUE, oname, name);
+            if (!NIL_P(oname)) {
+                text_str(t, oname);
+                text_cstr(t, "#");
+                text_str(t, name);
+                return;
+            }
         }
     }
-    return rb_str_dup(name);
+    text_str(t, name);
 }
 
 /* As calculate_iseq_label (vm_backtrace.c). */
-static VALUE
-iseq_label(VALUE owner, const rb_iseq_t *iseq)
+static void
+text_iseq_label(struct text *t, VALUE owner, const rb_iseq_t *iseq)
 {
     for (;;) {
         switch (ISEQ_BODY(iseq)->type) {
           case ISEQ_TYPE_TOP:
           case ISEQ_TYPE_CLASS:
           case ISEQ_TYPE_MAIN:
-            return rb_str_dup(ISEQ_BODY(iseq)->location.label);
+            text_str(t, ISEQ_BODY(iseq)->location.label);
+            return;
           case ISEQ_TYPE_METHOD:
-            return method_label(owner, ISEQ_BODY(iseq)->location.label);
+            text_method_label(t, owner, ISEQ_BODY(iseq)->location.label);
+            return;
           case ISEQ_TYPE_BLOCK:
           case ISEQ_TYPE_PLAIN: {
             int level = 0;
@@ -301,9 +355,19 @@ iseq_label(VALUE owner, const rb_iseq_t *iseq)
                     iseq = ISEQ_BODY(iseq)->parent_iseq;
                 }
             }
-            VALUE base = iseq_label(owner, iseq);
-            if (level <= 1) return rb_sprintf("block in %"PRIsVALUE, base);
-            return rb_sprintf("block (%d levels) in %"PRIsVALUE, level, base);
+            if (iseq == orig) {     /* (no method around it: its own label) */
+                text_str(t, ISEQ_BODY(iseq)->location.label);
+                return;
+            }
+            if (level <= 1) {
+                text_cstr(t, "block in ");
+            }
+            else {
+                char buf[48];
+                snprintf(buf, sizeof(buf), "block (%d levels) in ", level);
+                text_cstr(t, buf);
+            }
+            continue;   /* then the label of the method (or top level) it is in */
           }
           case ISEQ_TYPE_RESCUE:
           case ISEQ_TYPE_ENSURE:
@@ -311,18 +375,113 @@ iseq_label(VALUE owner, const rb_iseq_t *iseq)
             iseq = ISEQ_BODY(iseq)->parent_iseq;
             continue;
           default:
-            return rb_str_new_cstr("<unknown>");
+            text_cstr(t, "<unknown>");
+            return;
         }
     }
 }
 
-VALUE
-sampling_location_label(const struct sampling_location *loc)
+static void
+text_label(struct text *t, const struct sampling_location *loc)
 {
     const rb_callable_method_entry_t *cme = (const rb_callable_method_entry_t *)loc->cme;
     if (loc->cfunc) {
-        if (!cme) return rb_str_new_cstr("<cfunc>");
-        return method_label(cme->owner, rb_id2str(cme->def->original_id));
+        if (!cme) text_cstr(t, "<cfunc>");
+        else text_method_label(t, cme->owner, rb_id2str(cme->def->original_id));
+        return;
     }
-    return iseq_label(cme ? cme->owner : Qnil, (const rb_iseq_t *)loc->iseq);
+    text_iseq_label(t, cme ? cme->owner : Qnil, (const rb_iseq_t *)loc->iseq);
+}
+
+/* Where each string of a name lies in the text, until the text stops
+ * moving (offsets; SIZE_MAX: none). */
+struct name_at {
+    size_t path, label, pathlen, labellen;
+    int lineno;
+};
+
+static void
+name_synthetic(struct text *t, struct name_at *at, const char *label)
+{
+    at->path = t->len;
+    text_cstr(t, label);
+    at->pathlen = t->len - at->path;
+    at->label = at->path;
+    at->labellen = at->pathlen;
+    at->lineno = 0;
+}
+
+struct sampling_names *
+sampling_names_of(const struct sampling_frame *frames, uint32_t nframes, uint8_t origin, uintptr_t klass)
+{
+    struct text t = { 0 };
+    uint32_t n = nframes ? nframes : 1;
+    struct sampling_location *locs = malloc(n * sizeof(*locs));
+    struct name_at *at = malloc(n * sizeof(*at));
+    struct sampling_names *names = NULL;
+    if (!locs || !at) goto done;
+
+    size_t klass_at = SIZE_MAX;
+    if (klass) {
+        klass_at = t.len;
+        text_class(&t, (VALUE)klass);
+        text_add(&t, "", 0);
+        t.len++;    /* keep the NUL: the class name is a C string */
+    }
+    uint32_t m = 0;
+    if (nframes) {
+        m = sampling_frames_resolve(frames, nframes, locs);
+        for (uint32_t i = 0; i < m; i++) {
+            if (locs[i].iseq) {
+                at[i].path = t.len;
+                text_str(&t, rb_iseq_path((const rb_iseq_t *)locs[i].iseq));
+                at[i].pathlen = t.len - at[i].path;
+            }
+            else {
+                at[i].path = SIZE_MAX;
+                at[i].pathlen = 0;
+            }
+            at[i].lineno = sampling_location_lineno(&locs[i]);
+            at[i].label = t.len;
+            text_label(&t, &locs[i]);
+            at[i].labellen = t.len - at[i].label;
+        }
+    }
+    else {
+        m = 1;
+        name_synthetic(&t, &at[0], origin == SAMPLING_ORIGIN_BOOT ? "<boot>" : "<no Ruby frame>");
+    }
+    text_add(&t, "", 0);
+    if (t.failed) goto done;
+
+    size_t head = sizeof(*names) + m * sizeof(names->locs[0]);
+    names = malloc(head + t.len + 1);
+    if (!names) goto done;
+    char *text = (char *)names + head;
+    memcpy(text, t.buf ? t.buf : "", t.len + 1);
+    names->klass = klass_at == SIZE_MAX ? NULL : text + klass_at;
+    names->n = m;
+    for (uint32_t i = 0; i < m; i++) {
+        struct sampling_name *nm = &names->locs[i];
+        nm->path = at[i].path == SIZE_MAX ? NULL : text + at[i].path;
+        nm->pathlen = (uint32_t)at[i].pathlen;
+        nm->label = text + at[i].label;
+        nm->labellen = (uint32_t)at[i].labellen;
+        nm->lineno = at[i].lineno;
+    }
+  done:
+    free(t.buf);
+    free(locs);
+    free(at);
+    return names;
+}
+
+static int
+sampling_location_lineno(const struct sampling_location *loc)
+{
+    if (!loc->iseq) return 0;
+    const rb_iseq_t *iseq = (const rb_iseq_t *)loc->iseq;
+    /* pc points after the instruction being executed (calc_pos in vm_backtrace.c) */
+    size_t pos = loc->pc ? loc->pc - 1 : 0;
+    return (int)rb_iseq_line_no(iseq, pos);
 }

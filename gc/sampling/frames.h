@@ -8,7 +8,7 @@
  * allocates nothing (23 instructions a frame for methods and C methods,
  * 2 of them the hash; blocks and top-level frames walk out to their
  * method's environment).
- * Resolution (when samples are read) applies the rest of the rules of
+ * Resolution (when samples are read, or when a site's code dies) applies the rest of the rules of
  * rb_ec_partial_backtrace_object (vm_backtrace.c) and gives what
  * Thread::Backtrace::Location gives:
  *
@@ -26,8 +26,8 @@
  * caller_locations does not show.
  *
  * Capture runs inside the allocator (under the VM lock, or the GVL alone
- * with a single Ractor).  Resolution and the readers allocate Ruby
- * strings: never call them during GC.
+ * with a single Ractor).  Naming (sampling_names_of) allocates only
+ * malloc'd memory, so the collector can call it.
  */
 #ifndef SAMPLING_FRAMES_H
 #define SAMPLING_FRAMES_H
@@ -41,8 +41,9 @@
 /* What a capture gives besides the frames. */
 struct sampling_capture {
     uint64_t hash;          /* sampling_stack_hash (records.h), mixed in as frames are read */
-    uint32_t nframes;       /* 0 when the VM cannot show a stack yet, e.g. during boot */
+    uint32_t nframes;       /* 0: no Ruby frame (origin says why) */
     bool truncated;         /* frames were left out */
+    uint8_t origin;         /* enum sampling_origin (records.h) */
 };
 
 /* Fills buf with up to depth frames of the current thread, innermost first
@@ -61,13 +62,14 @@ struct sampling_location {
  * Returns the number of locations. */
 uint32_t sampling_frames_resolve(const struct sampling_frame *frames, uint32_t n, struct sampling_location *out);
 
-/* The file (String) of a location, or nil for a C method no Ruby code called. */
-VALUE sampling_location_path(const struct sampling_location *loc);
-
-/* The line (>= 0). */
-int sampling_location_lineno(const struct sampling_location *loc);
-
-/* The label (String), as Thread::Backtrace::Location#label gives it. */
-VALUE sampling_location_label(const struct sampling_location *loc);
+/* A site as text (records.h): each location's path, line and label as
+ * caller_locations shows them, and the class name as Module#name (or
+ * inspect, for an anonymous class) gives it; a stack with no frames
+ * shows "<boot>" or "<no Ruby frame>" by its origin.  One malloc'd block
+ * (free it), or NULL without memory.  Allocates no Ruby object and runs
+ * no Ruby code: the collector calls it at the end of marking for sites
+ * whose references die, while they can still be read. */
+struct sampling_names *sampling_names_of(const struct sampling_frame *frames, uint32_t nframes, uint8_t origin,
+                                         uintptr_t klass);
 
 #endif

@@ -280,11 +280,14 @@ pprof_function(struct pprof *p, uint64_t name, uint64_t file)
     bool fresh;
     uint64_t id = intern(p, &p->function_map, name << 32 ^ file, &p->nfunctions, &fresh);
     if (fresh) {
-        /* Function: 1 id, 2 name, 3 system_name, 4 filename */
+        /* Function: 1 id, 2 name, 3 system_name, 4 filename.  No
+         * system_name: pprof takes a name equal to its system_name for a
+         * mangled or demangled C++ name and strips "<...>" and "(...)"
+         * from it ("<main>", "block in <class:Foo>"); a name with none
+         * is shown as it is. */
         struct buf m = { 0 };
         put_uint_field(&m, 1, id);
         put_uint_field(&m, 2, name);
-        put_uint_field(&m, 3, name);
         put_uint_field(&m, 4, file);
         if (m.failed) p->failed = true;
         put_bytes_field(&p->functions, 5, m.data, m.len);

@@ -27,11 +27,11 @@ stack_home(uint64_t hash, uintptr_t klass, size_t mask)
 }
 
 static bool
-stack_equal(const struct sampling_stack *s, uint64_t hash, uintptr_t klass, const struct sampling_frame *frames,
-            uint32_t nframes, bool truncated)
+site_equal(const struct sampling_stack *s, const struct sampling_sample_in *in)
 {
-    return s->hash == hash && s->klass == klass && s->nframes == nframes && s->truncated == truncated &&
-        memcmp(s->frames, frames, nframes * sizeof(*frames)) == 0;
+    return s->hash == in->hash && s->klass == in->klass && s->nframes == in->nframes &&
+        s->truncated == in->truncated && s->type == in->type && s->imemo_type == in->imemo_type &&
+        s->origin == in->origin && memcmp(s->frames, in->frames, in->nframes * sizeof(*in->frames)) == 0;
 }
 
 static void
@@ -75,7 +75,7 @@ table_remove(struct sampling_stack_table *t, struct sampling_stack *s)
 {
     size_t mask = t->capacity - 1;
     size_t hole = table_slot_of(t, s);
-    if (hole == SIZE_MAX) return;   /* (never: every stored stack is in its run) */
+    if (hole == SIZE_MAX) abort();  /* every stored site is in its run (sampling_records_verify) */
     /* backward-shift deletion, as in refset.c */
     for (size_t i = hole;;) {
         i = (i + 1) & mask;
@@ -130,55 +130,127 @@ stack_hold_refs(struct sampling_records *r, const struct sampling_stack *s)
     return true;
 }
 
-/* The stored stack of this class with these frames (whose hash is
- * given), stored now if new; NULL without memory. */
+/* A named site whose text could not be made (no memory): it shows as
+ * unknown. */
+struct sampling_names sampling_names_unknown = { NULL, 0 };
+
+/* ---- the site list and the idle list ---- */
+
+static void
+site_link(struct sampling_records *r, struct sampling_stack *s)
+{
+    s->older = r->newest;
+    s->newer = NULL;
+    if (r->newest) r->newest->newer = s;
+    else r->oldest = s;
+    r->newest = s;
+    r->nsites++;
+}
+
+static void
+site_unlink(struct sampling_records *r, struct sampling_stack *s)
+{
+    if (s->older) s->older->newer = s->newer;
+    else r->oldest = s->newer;
+    if (s->newer) s->newer->older = s->older;
+    else r->newest = s->older;
+    r->nsites--;
+}
+
+static void
+idle_link(struct sampling_records *r, struct sampling_stack *s)
+{
+    s->idle_older = r->idle_newest;
+    s->idle_newer = NULL;
+    if (r->idle_newest) r->idle_newest->idle_newer = s;
+    else r->idle_oldest = s;
+    r->idle_newest = s;
+}
+
+static void
+idle_unlink(struct sampling_records *r, struct sampling_stack *s)
+{
+    if (s->idle_older) s->idle_older->idle_newer = s->idle_newer;
+    else r->idle_oldest = s->idle_newer;
+    if (s->idle_newer) s->idle_newer->idle_older = s->idle_older;
+    else r->idle_newest = s->idle_older;
+}
+
+/* A record takes the site / lets it go: a site no record uses is idle. */
+static inline void
+site_use(struct sampling_records *r, struct sampling_stack *s)
+{
+    if (s->refcount++ == 0) idle_unlink(r, s);
+}
+
+static inline void
+site_unuse(struct sampling_records *r, struct sampling_stack *s)
+{
+    if (--s->refcount == 0) idle_link(r, s);
+}
+
+static void
+site_free(struct sampling_records *r, struct sampling_stack *s)
+{
+    if (!s->names) {
+        table_remove(&r->stacks, s);
+        stack_drop_refs(r, s, stack_nrefs(s));
+    }
+    else if (s->names != &sampling_names_unknown) {
+        free(s->names);
+    }
+    site_unlink(r, s);
+    free(s);
+}
+
+/* Folds the oldest idle site's totals into other_* and frees it (to stay
+ * within max sites).  False when there is none, or a read is on. */
+static bool
+site_fold_oldest_idle(struct sampling_records *r)
+{
+    struct sampling_stack *s = r->idle_oldest;
+    if (!s || r->reading) return false;
+    r->other_space += s->alloc_space;
+    r->other_objects += s->alloc_objects;
+    r->folded++;
+    idle_unlink(r, s);
+    site_free(r, s);
+    return true;
+}
+
+/* The site of a sample, stored now if new (idle, no record yet); NULL
+ * when it would pass max sites and none can be folded, or without memory. */
 static struct sampling_stack *
-stack_intern(struct sampling_records *r, uintptr_t klass, const struct sampling_frame *frames, uint32_t nframes,
-             bool truncated, uint64_t hash)
+site_for(struct sampling_records *r, const struct sampling_sample_in *in)
 {
     struct sampling_stack_table *t = &r->stacks;
     if (t->capacity) {
         size_t mask = t->capacity - 1;
-        for (size_t i = stack_home(hash, klass, mask); t->slots[i]; i = (i + 1) & mask) {
-            if (stack_equal(t->slots[i], hash, klass, frames, nframes, truncated)) return t->slots[i];
+        for (size_t i = stack_home(in->hash, in->klass, mask); t->slots[i]; i = (i + 1) & mask) {
+            if (site_equal(t->slots[i], in)) return t->slots[i];
         }
     }
+    if (r->nsites >= r->max && !site_fold_oldest_idle(r)) return NULL;
     if ((t->size + 1) * 2 > t->capacity && !table_grow(t)) return NULL;
-    struct sampling_stack *s = malloc(sizeof(*s) + nframes * sizeof(*frames));
+    struct sampling_stack *s = malloc(sizeof(*s) + in->nframes * sizeof(*in->frames));
     if (!s) return NULL;
-    s->hash = hash;
-    s->klass = klass;
-    s->refcount = 0;
-    s->nframes = nframes;
-    s->truncated = truncated;
-    memcpy(s->frames, frames, nframes * sizeof(*frames));
+    memset(s, 0, sizeof(*s));
+    s->hash = in->hash;
+    s->klass = in->klass;
+    s->nframes = in->nframes;
+    s->truncated = in->truncated;
+    s->type = in->type;
+    s->imemo_type = in->imemo_type;
+    s->origin = in->origin;
+    memcpy(s->frames, in->frames, in->nframes * sizeof(*in->frames));
     if (!stack_hold_refs(r, s)) {
         free(s);
         return NULL;
     }
     table_insert(t, s);
+    site_link(r, s);
+    idle_link(r, s);
     return s;
-}
-
-static void
-stack_release(struct sampling_records *r, struct sampling_stack *s)
-{
-    if (--s->refcount > 0) return;
-    table_remove(&r->stacks, s);
-    stack_drop_refs(r, s, stack_nrefs(s));
-    free(s);
-}
-
-void
-sampling_stack_retain(struct sampling_stack *s)
-{
-    s->refcount++;
-}
-
-void
-sampling_stack_release(struct sampling_records *r, struct sampling_stack *s)
-{
-    stack_release(r, s);
 }
 
 /* ---- records ---- */
@@ -274,7 +346,7 @@ static void
 release_slot(struct sampling_records *r, uint32_t index)
 {
     struct sampling_record *rec = &r->items[index];
-    stack_release(r, rec->stack);
+    site_unuse(r, rec->stack);
     rec->seq = 0;
     r->free_slots[r->nfree++] = index;
 }
@@ -284,9 +356,11 @@ release_slot(struct sampling_records *r, uint32_t index)
 static uint32_t
 take_slot(struct sampling_records *r)
 {
-    if (r->nfree) return r->free_slots[--r->nfree];
-    if (r->used < r->max && ensure_capacity(r)) return (uint32_t)r->used++;
-    if (r->ndead) {
+    if (sampling_records_count(r) < r->max) {
+        if (r->nfree) return r->free_slots[--r->nfree];
+        if (ensure_capacity(r)) return (uint32_t)r->used++;
+    }
+    if (r->ndead && !r->reading) {
         uint32_t index = r->dead[r->dead_head];
         r->dead_head = dead_at(r, 1);
         r->ndead--;
@@ -311,22 +385,30 @@ live_push(struct sampling_records *r, uintptr_t obj, uint32_t index)
 uint32_t
 sampling_records_add(struct sampling_records *r, const struct sampling_sample_in *in)
 {
+    /* the slot first: an eviction may leave a site idle, to fold */
     uint32_t index = take_slot(r);
+    struct sampling_stack *stack = site_for(r, in);
+    double objects = in->weight / in->size;
+    if (stack) {
+        stack->alloc_space += in->weight;
+        stack->alloc_objects += objects;
+    }
+    else {
+        r->other_space += in->weight;
+        r->other_objects += objects;
+    }
     if (index == SAMPLING_NONE) goto dropped;
-
-    struct sampling_stack *stack = stack_intern(r, in->klass, in->frames, in->nframes, in->truncated, in->hash);
     if (!stack) goto give_back;
 
     struct sampling_record *rec = &r->items[index];
-    stack->refcount++;
+    site_use(r, stack);
     rec->seq = r->next_seq++;
     rec->stack = stack;
     rec->weight = in->weight;
     rec->allocated_gc = in->gc_count;
     rec->freed_gc = 0;
     rec->size = in->size;
-    rec->type = in->type;
-    rec->imemo_type = in->imemo_type;
+    rec->ractor = in->ractor;
     rec->heap = in->heap;
     rec->old = 0;
     if (!live_push(r, in->obj, index)) {    /* (sets live_pos) */
@@ -416,18 +498,100 @@ sampling_records_update_references(struct sampling_records *r, sampling_location
         }
     }
     /* Hashes read pcs, which do not move; homes mix in the class, which
-     * may have.  Then the table is rebuilt in place from the records,
-     * needing no memory: every stored stack belongs to a record now
-     * (readers, which may keep a stack whose records went, hold GC off). */
+     * may have.  Then the table is rebuilt in place from the site list,
+     * needing no memory. */
     if (klass_moved) {
         struct sampling_stack_table *t = &r->stacks;
         memset(t->slots, 0, t->capacity * sizeof(*t->slots));
         t->size = 0;
-        SAMPLING_RECORDS_FOREACH(r, rec) {
-            if (table_slot_of(t, rec->stack) == SIZE_MAX) table_insert(t, rec->stack);
+        SAMPLING_SITES_FOREACH(r, site) {
+            if (!site->names) table_insert(t, site);
         }
     }
     refset_rekey(&r->refs, location, data);
+}
+
+void
+sampling_records_check_refs(struct sampling_records *r, sampling_ref_dead_fn *dead, sampling_name_fn *name, void *data)
+{
+    /* One look at each distinct reference; the sites only when one died
+     * (a class, or code that was unloaded or redefined: rare). */
+    bool any = false;
+    REFSET_FOREACH(&r->refs, e) {
+        if (dead(e->key, data)) {
+            any = true;
+            break;
+        }
+    }
+    if (!any) return;
+    SAMPLING_SITES_FOREACH(r, site) {
+        if (site->names) continue;
+        uint32_t i, n = stack_nrefs(site);
+        for (i = 0; i < n; i++) {
+            uintptr_t ref = stack_ref(site, i);
+            if (ref && dead(ref, data)) break;
+        }
+        if (i == n) continue;
+        struct sampling_names *names = name(site, data);
+        site->names = names ? names : &sampling_names_unknown;
+        r->named++;
+        table_remove(&r->stacks, site);
+        stack_drop_refs(r, site, n);
+        site->klass = 0;
+    }
+}
+
+void
+sampling_records_after_fork(struct sampling_records *r)
+{
+    SAMPLING_SITES_FOREACH(r, site) site->alloc_space = site->alloc_objects = 0;
+    r->other_space = r->other_objects = 0;
+    r->folded = r->dropped = r->evicted = 0;
+    while (r->ndead) {
+        uint32_t index = r->dead[r->dead_head];
+        r->dead_head = dead_at(r, 1);
+        r->ndead--;
+        release_slot(r, index);
+    }
+}
+
+/* Drops live[pos]'s record (its object is not followed any more). */
+static void
+live_drop(struct sampling_records *r, size_t pos)
+{
+    uint32_t index = r->live[pos].record;
+    if (pos < r->nold) {
+        r->nold--;
+        if (pos < r->nold) live_move(r, r->nold, pos);
+        pos = r->nold;
+    }
+    if (pos < r->nlive - 1) live_move(r, r->nlive - 1, pos);
+    r->nlive--;
+    r->items[index].live_pos = SAMPLING_NONE;
+    release_slot(r, index);
+}
+
+void
+sampling_records_set_max(struct sampling_records *r, size_t max)
+{
+    r->max = max;
+    while (sampling_records_count(r) > max && r->ndead) {
+        uint32_t index = r->dead[r->dead_head];
+        r->dead_head = dead_at(r, 1);
+        r->ndead--;
+        release_slot(r, index);
+        r->evicted++;
+    }
+    while (sampling_records_count(r) > max) {
+        /* the oldest live record (lowest seq) */
+        size_t oldest = 0;
+        for (size_t i = 1; i < r->nlive; i++) {
+            if (r->items[r->live[i].record].seq < r->items[r->live[oldest].record].seq) oldest = i;
+        }
+        live_drop(r, oldest);
+        r->dropped++;
+    }
+    while (r->nsites > max && site_fold_oldest_idle(r)) {}
 }
 
 uintptr_t
@@ -444,8 +608,10 @@ sampling_records_clear(struct sampling_records *r)
 {
     size_t max = r->max;
     uint64_t next_seq = r->next_seq;
+    int reading = r->reading;
     sampling_records_free(r);
     sampling_records_init(r, max);
+    r->reading = reading;
     /* a Sample read before clear never matches a new record; 0 is "unused" */
     if (next_seq > r->next_seq) r->next_seq = next_seq;
 }
@@ -453,7 +619,11 @@ sampling_records_clear(struct sampling_records *r)
 void
 sampling_records_free(struct sampling_records *r)
 {
-    for (size_t i = 0; i < r->stacks.capacity; i++) free(r->stacks.slots[i]);
+    for (struct sampling_stack *s = r->oldest, *next; s; s = next) {
+        next = s->newer;
+        if (s->names != &sampling_names_unknown) free(s->names);
+        free(s);
+    }
     free(r->stacks.slots);
     free(r->items);
     free(r->free_slots);
@@ -485,23 +655,46 @@ sampling_records_verify(const struct sampling_records *r)
         uint32_t index = r->dead[dead_at(r, i)];
         if (!r->items[index].seq || r->items[index].live_pos != SAMPLING_NONE) return "dead queue holds a live or unused slot";
     }
-    /* every reference held is counted once per stack that holds it */
-    struct refset expected = { 0 };
+    /* sites: the list, the idle list, refcounts, the table, the references */
+    size_t sites = 0, idle = 0, in_table = 0;
     const char *err = NULL;
-    size_t stacks = 0;
+    for (const struct sampling_stack *s = r->oldest; s && !err; s = s->newer) {
+        sites++;
+        if (s->newer ? s->newer->older != s : r->newest != s) err = "the site list is broken";
+        if (s->refcount == 0) idle++;
+        if (!s->names) in_table++;
+        if (!s->names && table_slot_of(&r->stacks, s) == SIZE_MAX) err = "a site is not in its probe run";
+        if (!s->names && s->hash != sampling_stack_hash(s->frames, s->nframes, s->truncated)) {
+            err = "a site's hash is not the hash of its frames";
+        }
+        if (s->names && s->klass) err = "a named site holds its class";
+        if (sites > r->nsites) err = "more sites in the list than counted";
+    }
+    if (!err && sites != r->nsites) err = "site count is wrong";
+    if (!err && in_table != r->stacks.size) err = "the table does not hold exactly the unnamed sites";
+    size_t idle_listed = 0;
+    for (const struct sampling_stack *s = r->idle_oldest; s && !err; s = s->idle_newer) {
+        idle_listed++;
+        if (s->refcount) err = "a used site is on the idle list";
+        if (s->idle_newer ? s->idle_newer->idle_older != s : r->idle_newest != s) err = "the idle list is broken";
+        if (idle_listed > sites) err = "the idle list loops";
+    }
+    if (!err && idle_listed != idle) err = "idle sites != the idle list";
+    if (!err) {
+        /* refcount == records pointing to the site: count them down */
+        size_t uses = 0;
+        for (const struct sampling_stack *s = r->oldest; s; s = s->newer) uses += s->refcount;
+        if (uses != used) err = "site refcounts != records";
+    }
+    /* every reference held is counted once per site in the table */
+    struct refset expected = { 0 };
     for (size_t i = 0; i < r->stacks.capacity; i++) {
         const struct sampling_stack *s = r->stacks.slots[i];
         if (!s) continue;
-        stacks++;
-        if (!err && table_slot_of(&r->stacks, s) != i) err = "a stack is not in its probe run";
-        if (!err && s->hash != sampling_stack_hash(s->frames, s->nframes, s->truncated)) {
-            err = "a stack's hash is not the hash of its frames";
-        }
         for (uint32_t j = 0; j < stack_nrefs(s); j++) {
             if (stack_ref(s, j)) refset_add(&expected, stack_ref(s, j));
         }
     }
-    if (!err && stacks != r->stacks.size) err = "stack table size is wrong";
     if (!err && expected.size != r->refs.size) err = "refs hold a different set";
     REFSET_FOREACH(&expected, e) {
         if (!err && refset_count(&r->refs, e->key) != e->count) err = "a reference is miscounted";

@@ -12,23 +12,40 @@
  * queue.  A new sample in a full table evicts the oldest dead record; with
  * no dead record to evict the sample is dropped.  Both are counted.
  *
- * A stack is a place and a class: the frames, and the class of the
- * objects allocated there.  Each is stored once (hashed on its frames) and
- * shared by every record of that class taken at that place; it leaves
- * with its last record.  So a record holds nothing itself: the class,
- * iseqs and method entries are the stacks', each counted once per stack
- * in `refs`, the set the collector marks (movable) on every GC.  (A place
- * rarely allocates more than one class; keeping the class here saves a
- * lookup in `refs` on every sample.)
+ * A site is a place, a class and a type: the frames, and the class and
+ * type of the objects allocated there.  Each is stored once (hashed on its
+ * frames) and shared by every record taken there.  A site keeps totals of
+ * every sample taken there (bytes, objects), so the bound on records
+ * bounds memory, never counts: allocation totals per site stay exact
+ * however many records are evicted or dropped (as Go's buckets).  A site
+ * without records stays for its totals; past `max` sites the oldest such
+ * site is folded into other_* (counted in `folded`).
+ *
+ * A record holds nothing itself, and a site holds its class, iseqs and
+ * method entries weakly: the collector does not mark them for the
+ * sampler (a profiler must not keep what the program dropped).  A live
+ * record's object keeps its class alive anyway.  At the end of a
+ * marking, sampling_records_check_refs asks which references died; every
+ * site holding one is named (its frames and class as text, made before
+ * the sweep) and leaves the table: it is never matched again, and shows
+ * the names from then on.  `refs` counts the references of the sites in
+ * the table, once per site.
+ *
+ * Reads (r->reading > 0) see a fixed set: no record is evicted and no site
+ * folded meanwhile; a sample that would need either is dropped as a
+ * record (its bytes still go to its site's totals), so a reader's own
+ * allocations never crowd out the records it reads.
  *
  * Invariants (checked by sampling_records_verify):
  *   live[i].record's live_pos == i;  a record is dead iff live_pos == NONE
  *   live[i] is old (promoted) iff i < nold
  *   every dead record in use is in the dead queue exactly once
  *   used slots == nlive + dead records;  nlive + ndead + nfree == used high water
- *   refs counts == references held by stored stacks
- *   a stored stack's hash == sampling_stack_hash of its frames
- *   a stored stack sits in the probe run from its home (hash and class)
+ *   a site's refcount == records that point to it;  idle list == sites with refcount 0
+ *   every site is in the site list once (nsites);  the table holds exactly the unnamed ones
+ *   refs counts == references held by sites in the table
+ *   a stored site's hash == sampling_stack_hash of its frames
+ *   a stored site sits in the probe run from its home (hash and class)
  *
  * Memory comes from malloc only: nothing here allocates a Ruby object or
  * can start a GC.  No locking: CRuby calls in with the VM lock held.
@@ -86,25 +103,64 @@ sampling_hash_end(uint64_t h, uint32_t nframes, bool truncated)
 /* The same hash from stored frames. */
 uint64_t sampling_stack_hash(const struct sampling_frame *frames, uint32_t nframes, bool truncated);
 
+/* Where a site with no usable frames comes from (nframes == 0). */
+enum sampling_origin {
+    SAMPLING_ORIGIN_FRAMES = 0,     /* the frames say */
+    SAMPLING_ORIGIN_BOOT,           /* before the VM could show a stack (RUBY_GC_SAMPLING at boot) */
+    SAMPLING_ORIGIN_NO_FRAME,       /* a thread or fiber running no Ruby frame (its start, its end) */
+};
+
+/* A site as text: what a reader shows of its frames and class.  Made when
+ * one of the site's references dies (the site keeps it and drops its
+ * references), or for a read (then freed).  One malloc'd block; built
+ * without allocating a Ruby object (frames.c), so the collector can make
+ * it at the end of marking, while the dying objects are still readable. */
+struct sampling_name {
+    const char *path;       /* NULL: none (a C method no Ruby code called) */
+    const char *label;
+    uint32_t pathlen, labellen;
+    int lineno;
+};
+struct sampling_names {
+    const char *klass;      /* the class's name; NULL: none */
+    uint32_t n;             /* 0: unknown (no memory to name it) */
+    struct sampling_name locs[];    /* innermost first; the text follows */
+};
+extern struct sampling_names sampling_names_unknown;
+
+/* A site: a stack, the class and the type of what was allocated there.
+ * Stored once (found by the hash of the frames and the class), shared by
+ * its records, and kept after its last record goes, for its totals: the
+ * bytes and objects of every sample taken there (records may be evicted
+ * or dropped; the totals are not).  Its references (class, iseqs, method
+ * entries) are held weakly: when one dies the site is named (`names`,
+ * the text it shows) and leaves the table, holding no reference. */
 struct sampling_stack {
     uint64_t hash;          /* of the frames only */
-    uintptr_t klass;        /* 0: hidden object or internal (T_IMEMO) */
+    uintptr_t klass;        /* 0: hidden object or internal (T_IMEMO), or named */
+    struct sampling_names *names;   /* set once named; then frames are not read */
+    struct sampling_stack *older, *newer;           /* every site, oldest first */
+    struct sampling_stack *idle_older, *idle_newer; /* sites no record uses, oldest first */
+    double alloc_space;     /* estimated bytes allocated here (every sample's weight) */
+    double alloc_objects;   /* estimated objects (every sample's weight / size) */
     uint32_t refcount;      /* records that use it */
     uint32_t nframes;
+    uint16_t type;          /* T_xxx */
+    uint8_t imemo_type;     /* for T_IMEMO */
+    uint8_t origin;         /* enum sampling_origin */
     bool truncated;         /* cut at depth */
     struct sampling_frame frames[];
 };
 
 struct sampling_record {
     uint64_t seq;           /* 1, 2, ... in order taken; 0: slot unused */
-    struct sampling_stack *stack;   /* where, and the class */
+    struct sampling_stack *stack;   /* where, the class and the type */
     double weight;          /* estimated bytes this sample stands for */
     size_t allocated_gc;    /* GC count when allocated */
     size_t freed_gc;        /* GC count of the collection that found it dead */
     uint32_t size;          /* slot bytes */
     uint32_t live_pos;      /* index in live[], SAMPLING_NONE once dead */
-    uint16_t type;          /* T_xxx */
-    uint8_t imemo_type;     /* for T_IMEMO */
+    uint32_t ractor;        /* the allocating Ractor's cache (sampling.c numbers them) */
     uint8_t old;            /* promoted to the old generation */
     uint8_t heap;           /* heap index */
 };
@@ -120,7 +176,7 @@ struct sampling_stack_table {
 };
 
 struct sampling_records {
-    size_t max;                         /* max_samples */
+    size_t max;                         /* max_samples: records, and sites */
     struct sampling_record *items;      /* [used] */
     size_t capacity, used;              /* allocated / high water */
     uint32_t *free_slots;               /* stack of unused slot indices */
@@ -129,11 +185,18 @@ struct sampling_records {
     size_t dead_head, ndead, dead_capacity;
     struct sampling_live *live;         /* [0, nold): promoted; [nold, nlive): young */
     size_t nlive, nold, live_capacity;
-    struct sampling_stack_table stacks;
-    struct refset refs;
+    struct sampling_stack_table stacks; /* sites not named */
+    struct sampling_stack *oldest, *newest;             /* every site */
+    struct sampling_stack *idle_oldest, *idle_newest;   /* sites without records */
+    size_t nsites;
+    struct refset refs;                 /* references the sites in the table hold */
+    double other_space, other_objects;  /* totals of folded sites, and of samples no site could take */
+    uint64_t folded;                    /* sites folded into other_* to stay within max */
+    uint64_t named;                     /* sites named because a reference died */
     uint64_t next_seq;
-    uint64_t dropped;                   /* samples not recorded (table full of live records, or no memory) */
+    uint64_t dropped;                   /* samples not recorded (table full of live records, a read, no memory) */
     uint64_t evicted;                   /* dead records pushed out by new samples */
+    int reading;                        /* readers: no record is evicted and no site folded meanwhile */
 };
 
 /* What a new sample brings. */
@@ -143,9 +206,11 @@ struct sampling_sample_in {
     uint64_t hash;                      /* sampling_stack_hash of the frames */
     uint32_t nframes;
     bool truncated;
+    uint8_t origin;
     double weight;
     size_t gc_count;
     uint32_t size;
+    uint32_t ractor;
     uint16_t type;
     uint8_t imemo_type, heap;
 };
@@ -160,8 +225,9 @@ void sampling_records_init(struct sampling_records *r, size_t max);
 #define SAMPLING_RESERVE_MAX ((size_t)1 << 20)     /* records: 80 MB */
 bool sampling_records_reserve(struct sampling_records *r);
 
-/* Records a sample; returns its slot index, or SAMPLING_NONE when it was
- * dropped (counted in r->dropped). */
+/* Records a sample: its weight goes to its site's totals, and it gets a
+ * record.  Returns the record's slot index, or SAMPLING_NONE when no
+ * record could be kept (counted in r->dropped; the totals have it). */
 uint32_t sampling_records_add(struct sampling_records *r, const struct sampling_sample_in *in);
 
 /* The end of a marking: asks `liveness` about live records' objects (0:
@@ -183,9 +249,26 @@ sampling_record_age(const struct sampling_record *rec, size_t gc_count)
     return last > rec->allocated_gc ? last - rec->allocated_gc : 0;
 }
 
+/* The end of a marking, after check_liveness: `dead` says whether a
+ * reference (class, iseq, method entry) is unmarked, so dies in this
+ * collection.  Every site holding one is named by `name` (NULL when
+ * memory ran out: it then shows as unknown) and drops its references. */
+typedef bool sampling_ref_dead_fn(uintptr_t ref, void *data);
+typedef struct sampling_names *sampling_name_fn(const struct sampling_stack *site, void *data);
+void sampling_records_check_refs(struct sampling_records *r, sampling_ref_dead_fn *dead, sampling_name_fn *name,
+                                 void *data);
+
 /* Compaction moved objects: every held reference k becomes location(k). */
 typedef uintptr_t sampling_location_fn(uintptr_t ref, void *data);
 void sampling_records_update_references(struct sampling_records *r, sampling_location_fn *location, void *data);
+
+/* In a forked child: totals start again from zero and dead records go;
+ * live records stay (objects the child inherited, still in use). */
+void sampling_records_after_fork(struct sampling_records *r);
+
+/* A new bound: the oldest dead records go first (evicted), then the
+ * oldest live ones (dropped), until at most max are left. */
+void sampling_records_set_max(struct sampling_records *r, size_t max);
 
 /* The object of a live record, 0 if dead or `index` no longer holds seq. */
 uintptr_t sampling_records_object(const struct sampling_records *r, uint32_t index, uint64_t seq);
@@ -197,12 +280,7 @@ sampling_records_count(const struct sampling_records *r)
     return r->used - r->nfree;
 }
 
-/* A reader that allocates (and so may see records evicted) keeps a stack
- * from being freed under it. */
-void sampling_stack_retain(struct sampling_stack *s);
-void sampling_stack_release(struct sampling_records *r, struct sampling_stack *s);
-
-/* Drops every record and stack; keeps max. */
+/* Drops every record and site; keeps max. */
 void sampling_records_clear(struct sampling_records *r);
 void sampling_records_free(struct sampling_records *r);
 
@@ -212,5 +290,8 @@ const char *sampling_records_verify(const struct sampling_records *r);
 #define SAMPLING_RECORDS_FOREACH(r, rec) \
     for (struct sampling_record *rec = (r)->items; rec < (r)->items + (r)->used; rec++) \
         if (rec->seq)
+
+#define SAMPLING_SITES_FOREACH(r, s) \
+    for (struct sampling_stack *s = (r)->oldest; s; s = s->newer)
 
 #endif

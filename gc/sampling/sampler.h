@@ -34,6 +34,8 @@ struct sampler_stats {
     uint32_t depth;
     size_t max_samples;
     uint64_t samples, live, dropped, evicted, allocated_bytes;
+    uint64_t records, sites, folded;    /* records kept, sites, sites folded into <other sites> */
+    uint64_t named;                     /* sites whose class or code died (kept as text) */
     size_t nheaps;
     struct sampler_heap_stats per_heap[SAMPLER_MAX_HEAPS];
 };

@@ -29,10 +29,12 @@
  *   4. sweep start / Ractor exit: GC_HOOK_CACHE_CLEAR rejoins the tail and
  *      credits back what was not allocated.
  *
- * Around the collector: GC_HOOK_MARK_ROOTS marks the classes, iseqs and
- * method entries the stored stacks hold (movable); GC_HOOK_MARKS_FINISHED finds
- * sampled objects dead (unmarked) before the sweep can reuse their slots;
- * GC_HOOK_UPDATE_REFERENCES follows compaction.
+ * Around the collector: nothing is marked for the sampler (it holds
+ * sampled objects, and the classes, iseqs and method entries of its
+ * sites, weakly).  GC_HOOK_MARKS_FINISHED finds sampled objects dead
+ * (unmarked) before the sweep can reuse their slots, and names the sites
+ * whose class or code dies; GC_HOOK_UPDATE_REFERENCES follows compaction.
+ * (GC_HOOK_MARK_ROOTS stays unused.)
  *
  * Locking: every hook runs with the VM lock held (newobj_cache_miss takes
  * it; GC holds it), except a sample taken while no second Ractor has
@@ -54,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ruby/ruby.h"
+#include "ruby/ractor.h"
 #include "internal/sanitizers.h"
 #pragma GCC visibility push(hidden)
 #include "sample_point.h"
@@ -84,15 +87,15 @@ sampling_take_slot(void *objspace, void *cache, size_t heap_idx, VALUE klass, VA
     return obj;
 }
 static void sampling_cache_clear(void *cache, size_t heap_idx);
-/* (once a GC each, out of line so that benchmark/run can measure them) */
-static NOINLINE(void sampling_mark_roots(void *objspace));
+/* (once a GC, out of line so that benchmark/run can measure it) */
 static NOINLINE(void sampling_marks_finished(void *objspace));
 static void sampling_update_references(void *objspace);
 
 /* Per Ractor cache: a sample point per heap, and the start it belongs to. */
 #define GC_HOOK_RACTOR_CACHE_FIELDS \
     struct sample_point sample_points[HEAP_COUNT]; \
-    uint64_t sampling_epoch;
+    uint64_t sampling_epoch; \
+    uint32_t sampling_ractor;   /* numbers the cache (so its Ractor) for records */
 #define GC_HOOK_NEWOBJ_PARAMS , VALUE klass, VALUE flags
 #define GC_HOOK_NEWOBJ_ARGS , klass, flags
 #define GC_HOOK_CACHE_SET_PAGE(objspace, cache, heap_idx, free_slots) \
@@ -119,8 +122,6 @@ static bool sampling_ractors;
         ? sampling_take_slot((objspace), (cache), (heap_idx), klass, flags) : Qfalse)
 #define GC_HOOK_CACHE_CLEAR(cache, heap_idx) \
     do { if (RB_UNLIKELY(sampling_on)) sampling_cache_clear((cache), (heap_idx)); } while (0)
-#define GC_HOOK_MARK_ROOTS(objspace) \
-    do { MARK_CHECKPOINT("sampling"); sampling_mark_roots(objspace); } while (0)
 #define GC_HOOK_MARKS_FINISHED(objspace) sampling_marks_finished(objspace)
 #define GC_HOOK_UPDATE_REFERENCES(objspace) sampling_update_references(objspace)
 
@@ -129,10 +130,12 @@ static bool sampling_ractors;
 #define rb_gc_impl_active_gc_name rb_gc_impl_active_gc_name_default
 #define rb_gc_impl_init rb_gc_impl_init_default
 #define rb_gc_impl_ractor_cache_alloc rb_gc_impl_ractor_cache_alloc_default
+#define rb_gc_impl_after_fork rb_gc_impl_after_fork_default
 #include "gc/default/default.c"
 #undef rb_gc_impl_active_gc_name
 #undef rb_gc_impl_init
 #undef rb_gc_impl_ractor_cache_alloc
+#undef rb_gc_impl_after_fork
 
 STATIC_ASSERT(free_slot_layout, sizeof(struct free_slot) == sizeof(struct sample_point_slot) &&
               offsetof(struct free_slot, next) == offsetof(struct sample_point_slot, next));
@@ -154,9 +157,21 @@ rb_gc_impl_active_gc_name(void)
 void *
 rb_gc_impl_ractor_cache_alloc(void *objspace_ptr, void *ractor)
 {
+    static uint32_t caches;
     rb_objspace_t *objspace = objspace_ptr;
     if (!sampling_ractors && objspace->live_ractor_cache_count > 0) sampling_ractors = true;
-    return rb_gc_impl_ractor_cache_alloc_default(objspace_ptr, ractor);
+    rb_ractor_newobj_cache_t *cache = rb_gc_impl_ractor_cache_alloc_default(objspace_ptr, ractor);
+    cache->sampling_ractor = ++caches;
+    return cache;
+}
+
+static void sampler_after_fork(rb_objspace_t *objspace);
+
+void
+rb_gc_impl_after_fork(void *objspace_ptr, rb_pid_t pid)
+{
+    rb_gc_impl_after_fork_default(objspace_ptr, pid);
+    if (pid == 0) sampler_after_fork(objspace_ptr);
 }
 
 static void sampler_init(void);
@@ -240,7 +255,8 @@ sampling_cache_clear(void *c, size_t heap_idx)
 /* Records a sample of obj (allocated, not yet initialised: klass and flags
  * are what newobj_init will write). */
 static void
-sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, size_t heap_idx, uint64_t points)
+sampling_record(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache, VALUE obj, VALUE klass, VALUE flags,
+                size_t heap_idx, uint64_t points)
 {
     size_t size = slot_bytes(heap_idx);
     sampler.samples[heap_idx]++;
@@ -260,7 +276,9 @@ sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, si
     struct sampling_capture capture = sampling_frames_capture(sampler.scratch, sampler.params.depth);
     in.nframes = capture.nframes;
     in.truncated = capture.truncated;
+    in.origin = capture.origin;
     in.hash = capture.hash;
+    in.ractor = cache->sampling_ractor;
     in.frames = sampler.scratch;
     GC_ASSERT(in.hash == sampling_stack_hash(in.frames, in.nframes, in.truncated));
     in.weight = sampler.config.mode == SAMPLING_MODE_FIXED ? (double)points * (double)sampler.config.interval
@@ -290,17 +308,10 @@ sampling_take(void *objspace_ptr, void *c, size_t heap_idx, VALUE klass, VALUE f
     MEMZERO((char *)obj, char, heap_slot_size(heap_idx));
 #endif
 
-    sampling_record(objspace, obj, klass, flags, heap_idx, points);
+    sampling_record(objspace, cache, obj, klass, flags, heap_idx, points);
     return obj;
 }
 
-static void
-sampling_mark_roots(void *objspace)
-{
-    REFSET_FOREACH(&sampler.records.refs, e) {
-        rb_gc_impl_mark(objspace, (VALUE)e->key);
-    }
-}
 
 static int
 sampling_liveness(uintptr_t obj, void *data)
@@ -308,6 +319,18 @@ sampling_liveness(uintptr_t obj, void *data)
     rb_objspace_t *objspace = data;
     if (!RVALUE_MARKED(objspace, (VALUE)obj)) return 0;
     return RVALUE_OLD_P(objspace, (VALUE)obj) ? 2 : 1;
+}
+
+static bool
+sampling_ref_dead(uintptr_t ref, void *objspace)
+{
+    return !RVALUE_MARKED((rb_objspace_t *)objspace, (VALUE)ref);
+}
+
+static struct sampling_names *
+sampling_name_site(const struct sampling_stack *site, void *objspace)
+{
+    return sampling_names_of(site->frames, site->nframes, site->origin, site->klass);
 }
 
 static void
@@ -318,6 +341,11 @@ sampling_marks_finished(void *objspace_ptr)
     if (sampler.records.nlive) {
         sampling_records_check_liveness(&sampler.records, sampling_liveness, objspace, objspace->profile.count,
                                         is_full_marking(objspace));
+    }
+    /* Classes and code that die now: their sites are named while they can
+     * still be read (nothing is swept before this returns). */
+    if (sampler.records.refs.size) {
+        sampling_records_check_refs(&sampler.records, sampling_ref_dead, sampling_name_site, objspace);
     }
 }
 
@@ -405,6 +433,23 @@ end_counting(rb_objspace_t *objspace)
     sampling_on = false;
 }
 
+/* A forked child counts its own allocations: totals and counters start
+ * from zero (points are placed anew, so fixed mode's invariant holds);
+ * dead records go, live ones stay: objects inherited from the parent
+ * that the child still holds. */
+static void
+sampler_after_fork(rb_objspace_t *objspace)
+{
+    sampling_records_after_fork(&sampler.records);
+    if (sampling_on) {
+        end_counting(objspace);
+        begin_counting(objspace);
+    }
+    else {
+        counters_reset(objspace);
+    }
+}
+
 static uint64_t
 random_seed(void)
 {
@@ -435,7 +480,7 @@ sampler_start(const struct sampling_params *params)
         for (size_t i = 0; i < HEAP_COUNT; i++) {
             sampler.poisson_weight[i] = sampling_weight(SAMPLING_MODE_POISSON, params->interval, slot_bytes(i), 1);
         }
-        sampler.records.max = params->max_samples;
+        sampling_records_set_max(&sampler.records, params->max_samples);
         sampling_records_reserve(&sampler.records);    /* else the tables grow as they fill */
         begin_counting(objspace);
     }
@@ -504,6 +549,10 @@ sampler_get_stats(struct sampler_stats *stats)
         stats->live = sampler.records.nlive;
         stats->dropped = sampler.records.dropped;
         stats->evicted = sampler.records.evicted;
+        stats->records = sampling_records_count(&sampler.records);
+        stats->sites = sampler.records.nsites;
+        stats->folded = sampler.records.folded;
+        stats->named = sampler.records.named;
         stats->nheaps = HEAP_COUNT;
         for (size_t i = 0; i < HEAP_COUNT; i++) {
             struct sampler_heap_stats *h = &stats->per_heap[i];
@@ -528,6 +577,7 @@ uint64_t
 sampler_read_begin(unsigned int *lev)
 {
     *lev = rb_gc_vm_lock();
+    sampler.records.reading++;
     if (sampler.readers++ == 0) {
         /* finishes any GC in progress, then keeps GC off while reading */
         sampler.readers_disabled_gc = !RTEST(rb_gc_disable());
@@ -538,6 +588,7 @@ sampler_read_begin(unsigned int *lev)
 void
 sampler_read_end(unsigned int lev)
 {
+    sampler.records.reading--;
     if (--sampler.readers == 0 && sampler.readers_disabled_gc) rb_gc_enable();
     rb_gc_vm_unlock(lev);
 }
@@ -573,6 +624,12 @@ sampler_object(uint32_t index, uint64_t seq)
         /* Internal objects (imemo, hidden, singleton internals) are never
          * handed to Ruby code, as ObjectSpace.each_object skips them. */
         if (obj && rb_objspace_internal_object_p(obj)) obj = 0;
+        /* Nor is an object of another Ractor that is not shareable: only
+         * its own Ractor may touch it. */
+        if (obj && sampling_ractors) {
+            rb_ractor_newobj_cache_t *cache = rb_gc_get_ractor_newobj_cache();
+            if (sampler.records.items[index].ractor != cache->sampling_ractor && !rb_ractor_shareable_p(obj)) obj = 0;
+        }
     }
     rb_gc_vm_unlock(lev);
     return obj ? obj : Qnil;

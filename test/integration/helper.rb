@@ -7,7 +7,7 @@ require "open3"
 Sampler = ObjectSpace::AllocationSampler
 
 module SamplingTestHelper
-  RUBY = ENV["SAMPLING_TEST_RUBY"] || RbConfig.ruby
+  RUBY = File.expand_path(ENV["SAMPLING_TEST_RUBY"] || RbConfig.ruby)
   RUBY_SRC = ENV["SAMPLING_TEST_RUBY_SRC"]
 
   # Runs code in a fresh Ruby; returns [stdout, stderr, status].
@@ -41,4 +41,37 @@ end
 
 class Minitest::Test
   include SamplingTestHelper
+end
+
+# go tool pprof, the real reader of our profiles (Debian's golang-go, which
+# tools/install-deps installs).
+module PprofHelper
+  GO = ENV.fetch("GO", "go")
+
+  def pprof(*args)
+    out, err, status = Open3.capture3(GO, "tool", "pprof", *args)
+    assert status.success?, "go tool pprof #{args.join(' ')}: #{err}"
+    out
+  end
+
+  # The samples of a profile as go tool pprof -raw prints them: one Hash
+  # per sample with :values (alloc_objects, alloc_space, inuse_objects,
+  # inuse_space) and :labels ("key" => "value").
+  def pprof_samples(path)
+    raw = pprof("-raw", path)
+    block = raw[/^Samples:\n.*?\n(.*?)^Locations/m, 1] or flunk("no samples in:\n#{raw}")
+    samples = []
+    block.each_line do |line|
+      if (m = line.match(/^\s+(-?\d+)\s+(-?\d+)\s+(-?\d+)\s+(-?\d+):/))
+        samples << { values: m.captures.map(&:to_i), labels: {} }
+      elsif samples.any? && line =~ /^\s+\w+:\[/
+        line.scan(/(\w+):\[([^\]]*)\]/) { |k, v| samples.last[:labels][k] = v }
+      end
+    end
+    samples
+  end
+end
+
+class Minitest::Test
+  include PprofHelper
 end

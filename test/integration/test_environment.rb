@@ -1,6 +1,7 @@
 # RUBY_GC_SAMPLING starts the sampler at boot; a malformed value prints one
 # warning and the program runs unprofiled with its own exit status.
 require_relative "helper"
+require "tmpdir"
 
 class TestEnvironment < Minitest::Test
   PROBE = 'S = ObjectSpace::AllocationSampler; s = S.stats; p [s[:enabled], s[:interval], s[:mode], s[:depth], s[:max_samples]]; exit 3'
@@ -23,9 +24,20 @@ class TestEnvironment < Minitest::Test
     assert_equal "true\n", out
   end
 
+  # a path may hold commas: out= runs to the next comma that starts a known key
+  def test_out_with_commas
+    Dir.mktmpdir do |dir|
+      out, err, status = run_ruby("x = 'a' * 100; p ObjectSpace::AllocationSampler.stats[:mode]",
+                                  env: { "RUBY_GC_SAMPLING" => "interval=1k,out=#{dir}/a,b.pb.gz,mode=fixed" })
+      assert status.success?, err
+      assert_equal ":fixed\n", out
+      assert_equal ["a,b.pb.gz"], Dir.children(dir)
+    end
+  end
+
   MALFORMED = ["", "interval", "interval=", "interval=0", "interval=abc", "interval=12q", "interval=99999999999999999999999",
                "mode=fast", "depth=0", "depth=5000", "colour=red", "interval=4k,", "seed=1k", "max_samples=0",
-               "interval=4k,,mode=fixed", "mode=fixed\xff".b].freeze
+               "interval=4k,,mode=fixed", "mode=fixed\xff".b, "max_samples=95m", "max_samples=1k", "depth=1k"].freeze
 
   def test_malformed_values
     MALFORMED.each do |value|

@@ -3,7 +3,10 @@
  * reference set (gc/sampling/records.c, refset.c), driven by random
  * streams of samples, markings (with random deaths and promotions),
  * compactions (a random permutation of addresses) and clears, with the
- * invariants of records.h verified after every operation.  Also checks:
+ * invariants of records.h verified after every operation, and the
+ * conservation law of site totals: the weights of every sample added since
+ * the last clear or fork == the sites' alloc_space + other_space, however
+ * many records were evicted or dropped and sites folded.  Also checks:
  * stacks are shared, a full table of live records drops (counted), a full
  * table with dead records evicts the oldest dead one, and an object whose
  * record died is never handed out again.
@@ -33,6 +36,37 @@ liveness(uintptr_t obj, void *data)
     return rnd(4) == 0 ? 2 : 1;
 }
 
+/* references die when (ref / 8 + ref_epoch) % 13 == 0 */
+static uintptr_t ref_epoch;
+static bool
+ref_dead(uintptr_t ref, void *data)
+{
+    (void)data;
+    return (ref / 8 + ref_epoch) % 13 == 0;
+}
+
+static int named;
+static struct sampling_names *
+name_site(const struct sampling_stack *site, void *data)
+{
+    (void)data;
+    named++;
+    if (rnd(4) == 0) return NULL;   /* no memory: shown as unknown */
+    struct sampling_names *n = calloc(1, sizeof(*n) + sizeof(struct sampling_name));
+    n->n = 1;
+    n->locs[0].label = "named";
+    n->locs[0].labellen = 5;
+    return n;
+}
+
+static double
+site_total(const struct sampling_records *r)
+{
+    double t = r->other_space;
+    for (const struct sampling_stack *s = r->oldest; s; s = s->newer) t += s->alloc_space;
+    return t;
+}
+
 static uintptr_t shift;
 static uintptr_t
 moved(uintptr_t ref, void *data)
@@ -59,30 +93,61 @@ sample_in(struct sampling_sample_in *in, struct sampling_frame *frames, uintptr_
     in->frames = frames;
     in->truncated = rnd(10) == 0;
     in->hash = sampling_stack_hash(frames, in->nframes, in->truncated);
-    in->weight = 4096;
+    in->weight = 40.0 * (double)(1 + rnd(100));
     in->size = 40;
+    in->type = (uint16_t)rnd(3);
 }
 
 static void
 test_random_streams(void)
 {
+    uint64_t folds = 0, evictions = 0, drops = 0;
+    named = 0;
     for (uint64_t seed = 1; seed <= 20; seed++) {
         sampling_rng_seed(&rng, seed);
         struct sampling_records r;
         sampling_records_init(&r, 1 + rnd(300));
         uintptr_t base = 8 * OBJECTS * 2;
         int ok = 1;
+        double added = 0;
+        static uint32_t read_index[400];
+        static uint64_t read_seq[400];
+        size_t nread = 0;
+        bool cleared_while_reading = false;
         for (int op = 0; op < 3000 && ok; op++) {
             struct sampling_frame frames[8];
             struct sampling_sample_in in;
-            switch (rnd(10)) {
+            switch (rnd(14)) {
               case 0: die_percent = (int)rnd(60); sampling_records_check_liveness(&r, liveness, NULL, (size_t)op, rnd(2)); break;
               case 1: shift = 8 * (1 + rnd(1000)); sampling_records_update_references(&r, moved, NULL); base += shift; break;
-              case 2: if (rnd(20) == 0) sampling_records_clear(&r); break;
-              default: sample_in(&in, frames, base); sampling_records_add(&r, &in); break;
+              case 2: if (rnd(20) == 0) { sampling_records_clear(&r); added = 0; cleared_while_reading = r.reading; } break;
+              case 3: ref_epoch = rnd(1000); sampling_records_check_refs(&r, ref_dead, name_site, NULL); break;
+              case 4: if (!r.reading && rnd(10) == 0) { sampling_records_after_fork(&r); added = 0; } break;
+              case 5: if (!r.reading && rnd(5) == 0) sampling_records_set_max(&r, 1 + rnd(300)); break;
+              case 6:
+                /* a read begins: what it reads stays until it ends */
+                r.reading = !r.reading;
+                nread = 0;
+                cleared_while_reading = false;
+                for (size_t i = 0; r.reading && i < r.used; i++) {
+                    if (r.items[i].seq) { read_index[nread] = (uint32_t)i; read_seq[nread++] = r.items[i].seq; }
+                }
+                break;
+              default: sample_in(&in, frames, base); sampling_records_add(&r, &in); added += in.weight; break;
             }
             const char *err = sampling_records_verify(&r);
             if (err) { CHECK(!err, "seed %llu op %d: %s", (unsigned long long)seed, op, err); ok = 0; }
+            for (size_t i = 0; r.reading && ok && i < nread; i++) {
+                if (!cleared_while_reading && r.items[read_index[i]].seq != read_seq[i]) {
+                    CHECK(0, "seed %llu op %d: a record went during a read", (unsigned long long)seed, op);
+                    ok = 0;
+                }
+            }
+            if (ok && (site_total(&r) != added || sampling_records_count(&r) > r.max)) {
+                CHECK(0, "seed %llu op %d: totals %.0f, added %.0f; %zu records, max %zu", (unsigned long long)seed, op,
+                      site_total(&r), added, sampling_records_count(&r), r.max);
+                ok = 0;
+            }
             /* no dead record gives out an object */
             for (size_t i = 0; i < r.used && ok; i++) {
                 if (r.items[i].seq && r.items[i].live_pos == SAMPLING_NONE &&
@@ -93,8 +158,13 @@ test_random_streams(void)
             }
         }
         if (ok) CHECK(1, "stream");
+        folds += r.folded;
+        evictions += r.evicted;
+        drops += r.dropped;
         sampling_records_free(&r);
     }
+    CHECK(folds && evictions && drops && named, "the streams folded (%llu), evicted (%llu), dropped (%llu), named (%d)",
+          (unsigned long long)folds, (unsigned long long)evictions, (unsigned long long)drops, named);
 }
 
 static void
@@ -261,6 +331,65 @@ test_many_classes_one_place(void)
     sampling_records_free(&r);
 }
 
+/* Per-site totals stay exact when records are evicted and dropped (a
+ * bound on records is for memory, not counts); a site whose class dies
+ * is named, leaves the table, and a new class at the same address gets a
+ * new site. */
+static void
+test_totals_and_weak_refs(void)
+{
+    struct sampling_records r;
+    sampling_records_init(&r, 10);
+    struct sampling_frame f[3][1] = { { { 1000, 2000, 1 } }, { { 1008, 2000, 2 } }, { { 1016, 0, 3 } } };
+    memset(dead_obj, 0, sizeof(dead_obj));
+    die_percent = 0;
+    sampling_rng_seed(&rng, 11);
+    double expected[3] = { 0, 0, 0 };
+    for (uintptr_t i = 1; i <= 1000; i++) {
+        int site = (int)(i % 3);
+        struct sampling_sample_in in = { .obj = 8 * i, .klass = 3000, .frames = f[site], .nframes = 1, .size = 40 };
+        in.weight = 40.0 * (double)(site + 1);
+        in.hash = sampling_stack_hash(f[site], 1, false);
+        sampling_records_add(&r, &in);
+        expected[site] += in.weight;
+        if (i % 7 == 0) {
+            for (uintptr_t j = 1; j <= i; j++) dead_obj[j] = j + 4 < i;
+            sampling_records_check_liveness(&r, liveness, NULL, i, true);
+        }
+    }
+    int exact = 1;
+    for (const struct sampling_stack *s = r.oldest; s; s = s->newer) {
+        int site = (int)((s->frames[0].iseq - 1000) / 8);
+        if (s->alloc_space != expected[site] || s->alloc_objects != expected[site] / 40) exact = 0;
+    }
+    CHECK(exact && r.nsites == 3 && r.evicted > 500 && sampling_records_count(&r) <= 10 &&
+          r.evicted + r.dropped + sampling_records_count(&r) == 1000,
+          "3 sites with exact totals after %llu evictions, %llu drops", (unsigned long long)r.evicted,
+          (unsigned long long)r.dropped);
+
+    /* class 3000 dies: the two sites that hold it are named and leave the table */
+    ref_epoch = 13 - (3000 / 8) % 13;
+    CHECK(ref_dead(3000, NULL) && !ref_dead(1000, NULL) && !ref_dead(1016, NULL), "only the class dies");
+    sampling_rng_seed(&rng, 1);  /* name_site's "no memory" draw: not on the first call */
+    named = 0;
+    sampling_records_check_refs(&r, ref_dead, name_site, NULL);
+    CHECK(named == 3 && r.stacks.size == 0 && r.refs.size == 0 && r.nsites == 3,
+          "every site held the class: named (%d), out of the table, no references held", named);
+    struct sampling_sample_in in = { .obj = 8 * 2000, .klass = 3000, .frames = f[0], .nframes = 1, .size = 40, .weight = 40 };
+    in.hash = sampling_stack_hash(f[0], 1, false);
+    uint32_t i = sampling_records_add(&r, &in);
+    CHECK(i != SAMPLING_NONE && !r.items[i].stack->names && r.items[i].stack->alloc_space == 40 && r.nsites == 4,
+          "a new class at the dead one's address: a new site");
+    CHECK(sampling_records_verify(&r) == NULL, "invariants: %s", sampling_records_verify(&r));
+
+    /* a fork: totals from zero, dead records gone, live ones kept */
+    size_t live = r.nlive;
+    sampling_records_after_fork(&r);
+    CHECK(site_total(&r) == 0 && r.ndead == 0 && r.nlive == live && sampling_records_count(&r) == live,
+          "after fork: totals 0, %zu live records kept", live);
+    sampling_records_free(&r);
+}
+
 static void
 test_refset(void)
 {
@@ -295,5 +424,6 @@ main(void)
     test_dead_queue_growth();
     test_reserve();
     test_many_classes_one_place();
+    test_totals_and_weak_refs();
     return check_summary();
 }

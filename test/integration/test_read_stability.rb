@@ -1,0 +1,28 @@
+# Reading samples does not destroy samples: while sampling runs, a
+# reader's own allocations are sampled too, but they never evict the
+# records being read, nor crowd out the program's records (they are
+# dropped as records; their bytes still count).
+require_relative "helper"
+
+class TestReadStability < Minitest::Test
+  def key(s) = [s.frames, s.allocated_gc, s.size, s.weight]
+
+  def test_reads_keep_what_they_read
+    Sampler.start(interval: 64, mode: :fixed, max_samples: 10_000)
+    $keep = Array.new(20_000) { Object.new }
+    $keep = nil
+    GC.start
+    assert_equal 10_000, Sampler.stats[:records], "the table is full of evictable (dead) records"
+    dropped = Sampler.stats[:dropped]
+    first = Sampler.samples
+    second = Sampler.samples
+    Sampler.stop
+    assert_equal 10_000, first.size, "the first read sees every record"
+    assert_equal 10_000, second.size
+    left = first.map { |s| key(s) }.tally
+    second.each { |s| left[key(s)] -= 1 if left[key(s)] }
+    kept = 10_000 - left.values.select(&:positive?).sum
+    assert_operator kept, :>=, 9_900, "the second read still has the first read's records (#{kept})"
+    assert_operator Sampler.stats[:dropped], :>, dropped + 100, "the reads' own samples were dropped as records"
+  end
+end

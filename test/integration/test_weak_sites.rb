@@ -1,0 +1,60 @@
+# The sampler holds the classes (and code) of its sites weakly: a class
+# that the program drops dies as it would without sampling, and the
+# profile still names it.
+require_relative "helper"
+require "stringio"
+
+class TestWeakSites < Minitest::Test
+  PROGRAM = <<~'RUBY'
+    class WeakBase; end
+    def churn = 100_000.times { Class.new(WeakBase).new }
+    churn
+    4.times { GC.start }
+    print WeakBase.subclasses.size
+  RUBY
+
+  def test_dropped_classes_die
+    plain, err, status = run_ruby(PROGRAM)
+    assert status.success?, err
+    sampled, err, status = run_ruby(PROGRAM, env: { "RUBY_GC_SAMPLING" => "interval=4k" })
+    assert status.success?, err
+    assert_operator sampled.to_i, :<=, plain.to_i + 10,
+                    "subclasses alive after GC: #{sampled} with sampling, #{plain} without"
+  end
+
+  def test_dead_class_sites_keep_their_names
+    Sampler.start(interval: 1, mode: :fixed)
+    k = Class.new { def make = Object.new }
+    k.new.make
+    name = k.inspect
+    k = nil
+    Sampler.stop
+    4.times { GC.start }
+    rows = Sampler.send(:site_totals)
+    row = rows.find { |r| r[1] == name }
+    refute_nil row, "the dead class's site is named #{name}"
+    io = StringIO.new
+    Sampler.report(io, top: 1000)
+    assert_includes io.string, name
+    s = Sampler.samples.find { |x| x.frames.any? { |f| f[2] == "make" } && x.type == :T_OBJECT && x.klass.nil? }
+    refute_nil s, "the sample of the dead class's object is still there, its class gone"
+    assert_equal "make", s.frames.first(2).map { |f| f[2] }.find { |l| l == "make" }
+  end
+
+  # Code that is dropped (an eval'd method, redefined) dies too; the
+  # sample keeps its frames as text.
+  def test_dead_code_sites_keep_their_frames
+    Sampler.start(interval: 1, mode: :fixed)
+    $obj = eval("def weak_sites_made = Object.new; weak_sites_made", binding, "weak_eval.rb", 42)
+    Sampler.stop
+    eval("def weak_sites_made = nil")
+    named = Sampler.stats[:named]
+    4.times { GC.start }
+    assert_operator Sampler.stats[:named], :>, named, "the dropped code's sites were named"
+    s = Sampler.samples.find { |x| x.object.equal?($obj) }
+    refute_nil s
+    assert_equal ["weak_eval.rb", 42, "#{self.class}#weak_sites_made"], s.frames.find { |f| f[2].end_with?("#weak_sites_made") }
+  ensure
+    $obj = nil
+  end
+end

@@ -1,0 +1,99 @@
+# write_pprof writes an IO through, at its position, like write_collapsed
+# and report: every IO responds to #to_path, but only a String or a
+# Pathname names a file.  A write to a path opens and writes without the
+# GVL: a FIFO with no reader blocks only the writing thread, and
+# Timeout can interrupt it.
+require_relative "helper"
+require "tmpdir"
+require "pathname"
+require "timeout"
+
+class TestWriteDestinations < Minitest::Test
+  def setup
+    Sampler.start(interval: 4096, seed: 1)
+    $keep = Array.new(5_000) { |i| "dest-#{i}" }
+    Sampler.stop
+  end
+
+  def teardown
+    $keep = nil
+    super
+  end
+
+  def gzip?(bytes) = bytes.start_with?("\x1f\x8b".b)
+
+  def test_an_io_is_written_at_its_position
+    Dir.mktmpdir do |dir|
+      path = File.join(dir, "p.bin")
+      File.open(path, "wb") do |f|
+        f.write("HEAD")
+        n = Sampler.write_pprof(f)
+        f.write("TAIL")
+        assert_operator n, :>, 0
+      end
+      data = File.binread(path)
+      assert_equal "HEAD", data[0, 4]
+      assert gzip?(data[4..]), "the profile follows HEAD"
+      assert_equal "TAIL", data[-4..]
+      assert_equal [], Dir.children(dir) - ["p.bin"], "no file named after the IO"
+    end
+  end
+
+  def test_append_mode_log_is_appended_to
+    Dir.mktmpdir do |dir|
+      path = File.join(dir, "log")
+      File.write(path, "line 1\n")
+      File.open(path, "ab") { |f| Sampler.write_pprof(f) }
+      data = File.binread(path)
+      assert data.start_with?("line 1\n"), "the log keeps what it had"
+      assert gzip?(data[7..])
+    end
+  end
+
+  def test_a_read_only_io_is_not_overwritten
+    Dir.mktmpdir do |dir|
+      path = File.join(dir, "ro")
+      File.write(path, "keep me")
+      File.open(path, "rb") do |f|
+        assert_raises(IOError) { Sampler.write_pprof(f) }
+      end
+      assert_equal "keep me", File.read(path)
+    end
+  end
+
+  def test_stdout_is_written_not_a_file_named_after_it
+    Dir.mktmpdir do |dir|
+      out, err, status = run_ruby(<<~RUBY, env: { "RUBY_GC_SAMPLING" => "interval=4096" }, args: ["-C", dir])
+        $stdout.binmode
+        ObjectSpace::AllocationSampler.write_pprof($stdout)
+      RUBY
+      assert status.success?, err
+      assert gzip?(out.b), "the profile went to stdout"
+      assert_empty Dir.children(dir), "no file named <STDOUT>"
+    end
+  end
+
+  def test_string_and_pathname_name_files
+    Dir.mktmpdir do |dir|
+      Sampler.write_pprof(File.join(dir, "a.pb.gz"))
+      Sampler.write_pprof(Pathname(dir) / "b.pb.gz")
+      assert gzip?(File.binread(File.join(dir, "a.pb.gz")))
+      assert gzip?(File.binread(File.join(dir, "b.pb.gz")))
+    end
+  end
+
+  def test_a_fifo_without_reader_blocks_only_the_writer
+    Dir.mktmpdir do |dir|
+      fifo = File.join(dir, "fifo")
+      File.mkfifo(fifo)
+      ticks = 0
+      ticker = Thread.new { loop { ticks += 1; sleep 0.01 } }
+      t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      assert_raises(Timeout::Error) { Timeout.timeout(0.5) { Sampler.write_pprof(fifo) } }
+      elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
+      ticker.kill
+      assert_operator elapsed, :<, 3, "Timeout interrupted the blocked write"
+      assert_operator ticks, :>, 10, "other threads ran while it was blocked"
+    end
+  end
+end
