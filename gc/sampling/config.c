@@ -4,14 +4,41 @@
 #include <stdio.h>
 #include <string.h>
 
+const struct sampling_setting sampling_settings[SAMPLING_SETTINGS] = {
+    /* 2**50 bytes (1 PiB) is far beyond any heap */
+    [SAMPLING_SETTING_INTERVAL] = { "interval", 524288, 1, (uint64_t)1 << 50, " bytes", true },
+    [SAMPLING_SETTING_DEPTH] = { "depth", 128, 1, 4096, " frames", false },
+    [SAMPLING_SETTING_MAX_SAMPLES] = { "max_samples", 100000, 1, 100000000, "", false },
+    [SAMPLING_SETTING_SEED] = { "seed", 0, 0, UINT64_MAX, "", false },
+};
+
+void
+sampling_params_set(struct sampling_params *params, enum sampling_setting_id id, uint64_t value)
+{
+    switch (id) {
+      case SAMPLING_SETTING_INTERVAL: params->interval = value; break;
+      case SAMPLING_SETTING_DEPTH: params->depth = (uint32_t)value; break;
+      case SAMPLING_SETTING_MAX_SAMPLES: params->max_samples = (size_t)value; break;
+      case SAMPLING_SETTING_SEED: params->seed = value; params->has_seed = true; break;
+      case SAMPLING_SETTINGS: break;
+    }
+}
+
+void
+sampling_setting_range(enum sampling_setting_id id, char *buf, size_t buflen)
+{
+    const struct sampling_setting *s = &sampling_settings[id];
+    snprintf(buf, buflen, "from %llu to %llu%s", (unsigned long long)s->min, (unsigned long long)s->max, s->unit);
+}
+
 void
 sampling_params_default(struct sampling_params *params)
 {
     memset(params, 0, sizeof(*params));
     params->mode = SAMPLING_MODE_POISSON;
-    params->interval = SAMPLING_INTERVAL_DEFAULT;
-    params->depth = SAMPLING_DEPTH_DEFAULT;
-    params->max_samples = SAMPLING_MAX_SAMPLES_DEFAULT;
+    for (int id = 0; id < SAMPLING_SETTINGS; id++) {
+        if (id != SAMPLING_SETTING_SEED) sampling_params_set(params, (enum sampling_setting_id)id, sampling_settings[id].def);
+    }
 }
 
 bool
@@ -60,17 +87,21 @@ fail(char *err, size_t errlen, const char *fmt, const char *key, size_t keylen, 
     return false;
 }
 
-static const char *const known_keys[] = { "interval", "mode", "depth", "max_samples", "seed", "out" };
-
 /* Whether p starts with "key=" for a known key. */
+static bool
+at_key(const char *p, const char *key)
+{
+    size_t n = strlen(key);
+    return strncmp(p, key, n) == 0 && p[n] == '=';
+}
+
 static bool
 at_known_key(const char *p)
 {
-    for (size_t i = 0; i < sizeof(known_keys) / sizeof(known_keys[0]); i++) {
-        size_t n = strlen(known_keys[i]);
-        if (strncmp(p, known_keys[i], n) == 0 && p[n] == '=') return true;
+    for (int id = 0; id < SAMPLING_SETTINGS; id++) {
+        if (at_key(p, sampling_settings[id].name)) return true;
     }
-    return false;
+    return at_key(p, "mode") || at_key(p, "out");
 }
 
 /* The end of out='s value: a path may hold commas, so it runs to the
@@ -104,32 +135,26 @@ sampling_params_parse(const char *text, struct sampling_params *params, char *er
         uint64_t n;
 
 #define KEY(name) (keylen == sizeof(name) - 1 && memcmp(p, name, keylen) == 0)
-        if (KEY("interval")) {
-            if (!sampling_parse_size(value, valuelen, true, &n) || n < SAMPLING_INTERVAL_MIN || n > SAMPLING_INTERVAL_MAX)
-                return fail(err, errlen, "%s=%s: expected bytes from 1 to 2**50 (k/m/g suffixes allowed)", p, keylen, value, valuelen);
-            params->interval = n;
+        int id;
+        for (id = 0; id < SAMPLING_SETTINGS; id++) {
+            const char *name = sampling_settings[id].name;
+            if (keylen == strlen(name) && memcmp(p, name, keylen) == 0) break;
+        }
+        if (id < SAMPLING_SETTINGS) {
+            const struct sampling_setting *setting = &sampling_settings[id];
+            if (!sampling_parse_size(value, valuelen, setting->suffixes, &n) || n < setting->min || n > setting->max) {
+                char range[96], fmt[160];
+                sampling_setting_range((enum sampling_setting_id)id, range, sizeof(range));
+                snprintf(fmt, sizeof(fmt), "%%s=%%s: expected an integer %s%s", range,
+                         setting->suffixes ? " (k/m/g suffixes allowed)" : "");
+                return fail(err, errlen, fmt, p, keylen, value, valuelen);
+            }
+            sampling_params_set(params, (enum sampling_setting_id)id, n);
         }
         else if (KEY("mode")) {
             if (valuelen == 7 && memcmp(value, "poisson", 7) == 0) params->mode = SAMPLING_MODE_POISSON;
             else if (valuelen == 5 && memcmp(value, "fixed", 5) == 0) params->mode = SAMPLING_MODE_FIXED;
             else return fail(err, errlen, "%s=%s: expected poisson or fixed", p, keylen, value, valuelen);
-        }
-        else if (KEY("depth")) {
-            if (!sampling_parse_size(value, valuelen, false, &n) || n < SAMPLING_DEPTH_MIN || n > SAMPLING_DEPTH_MAX)
-                return fail(err, errlen, "%s=%s: expected frames from 1 to 4096", p, keylen, value, valuelen);
-            params->depth = (uint32_t)n;
-        }
-        else if (KEY("max_samples")) {
-            /* a count: no k/m/g (those are powers of 1024, for bytes) */
-            if (!sampling_parse_size(value, valuelen, false, &n) || n < SAMPLING_MAX_SAMPLES_MIN || n > SAMPLING_MAX_SAMPLES_MAX)
-                return fail(err, errlen, "%s=%s: expected a count from 1 to 100000000", p, keylen, value, valuelen);
-            params->max_samples = (size_t)n;
-        }
-        else if (KEY("seed")) {
-            if (!sampling_parse_size(value, valuelen, false, &n))
-                return fail(err, errlen, "%s=%s: expected an integer from 0 to 2**64-1", p, keylen, value, valuelen);
-            params->has_seed = true;
-            params->seed = n;
         }
         else if (KEY("out")) {
             if (valuelen == 0 || valuelen >= SAMPLING_OUT_MAX)
@@ -138,7 +163,13 @@ sampling_params_parse(const char *text, struct sampling_params *params, char *er
             params->out[valuelen] = '\0';
         }
         else {
-            return fail(err, errlen, "unknown key '%s'%s (known: interval, mode, depth, max_samples, seed, out)", p, keylen, "", 0);
+            char known[160] = "", fmt[224];
+            for (int i = 0; i < SAMPLING_SETTINGS; i++) {
+                strcat(known, sampling_settings[i].name);
+                strcat(known, ", ");
+            }
+            snprintf(fmt, sizeof(fmt), "unknown key '%%s'%%s (known: %smode, out)", known);
+            return fail(err, errlen, fmt, p, keylen, "", 0);
         }
 #undef KEY
         if (!end) break;

@@ -14,15 +14,6 @@
 
 #include "gap.h"
 
-#define SAMPLING_INTERVAL_DEFAULT   524288
-#define SAMPLING_INTERVAL_MIN       1
-#define SAMPLING_INTERVAL_MAX       ((uint64_t)1 << 50)   /* 1 PiB: far beyond any heap */
-#define SAMPLING_DEPTH_DEFAULT      128
-#define SAMPLING_DEPTH_MIN          1
-#define SAMPLING_DEPTH_MAX          4096
-#define SAMPLING_MAX_SAMPLES_DEFAULT 100000
-#define SAMPLING_MAX_SAMPLES_MIN    1
-#define SAMPLING_MAX_SAMPLES_MAX    100000000
 #define SAMPLING_OUT_MAX            4096
 
 struct sampling_params {
@@ -36,6 +27,32 @@ struct sampling_params {
 };
 
 void sampling_params_default(struct sampling_params *params);
+
+/* The numeric settings, in one table: their names, defaults, ranges and
+ * units serve RUBY_GC_SAMPLING's parser, start's argument checks and
+ * every message about them. */
+enum sampling_setting_id {
+    SAMPLING_SETTING_INTERVAL,
+    SAMPLING_SETTING_DEPTH,
+    SAMPLING_SETTING_MAX_SAMPLES,
+    SAMPLING_SETTING_SEED,
+    SAMPLING_SETTINGS
+};
+
+struct sampling_setting {
+    const char *name;
+    uint64_t def, min, max;
+    const char *unit;       /* " bytes", " frames" or "" */
+    bool suffixes;          /* k/m/g (powers of 1024) allowed in RUBY_GC_SAMPLING: byte counts only */
+};
+
+extern const struct sampling_setting sampling_settings[SAMPLING_SETTINGS];
+
+/* Stores value (already in range) as the setting's value in params. */
+void sampling_params_set(struct sampling_params *params, enum sampling_setting_id id, uint64_t value);
+
+/* "from 1 to 1125899906842624 bytes": the range for messages. */
+void sampling_setting_range(enum sampling_setting_id id, char *buf, size_t buflen);
 
 /* Parses RUBY_GC_SAMPLING into params (defaults first).  Returns true, or
  * false with a one-line reason in err. */

@@ -5,6 +5,7 @@
 #include "internal/class.h"
 
 #include "frames.h"
+#include "invariant.h"
 
 /* As rb_vm_frame_method_entry (vm_insnhelper.c, not exported): the method
  * entry stored in the frame's environment, following block environments
@@ -99,7 +100,7 @@ capture_frame(const rb_control_frame_t *cfp, struct sampling_frame *out)
     out->pc = (uintptr_t)cfp->pc;
     if (RB_LIKELY(imemo_kind_p(v, imemo_ment))) {
         /* a method or C method: never a rescue frame */
-        RUBY_ASSERT(!rescue_frame_p(cfp));
+        SAMPLING_ASSERT(!rescue_frame_p(cfp));
         out->cme = v;
         return false;
     }

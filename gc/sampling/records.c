@@ -1,5 +1,6 @@
 /* records.c: see records.h for the model and invariants. */
 #include "records.h"
+#include "invariant.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +76,8 @@ table_remove(struct sampling_stack_table *t, struct sampling_stack *s)
 {
     size_t mask = t->capacity - 1;
     size_t hole = table_slot_of(t, s);
-    if (hole == SIZE_MAX) abort();  /* every stored site is in its run (sampling_records_verify) */
+    SAMPLING_ASSERT(hole != SIZE_MAX);  /* every stored site is in its run (sampling_records_verify) */
+    if (hole == SIZE_MAX) return;
     /* backward-shift deletion, as in refset.c */
     for (size_t i = hole;;) {
         i = (i + 1) & mask;
@@ -186,6 +188,7 @@ site_use(struct sampling_records *r, struct sampling_stack *s)
 static inline void
 site_unuse(struct sampling_records *r, struct sampling_stack *s)
 {
+    SAMPLING_ASSERT(s->refcount > 0);
     if (--s->refcount == 0) idle_link(r, s);
 }
 
@@ -388,13 +391,13 @@ sampling_records_add(struct sampling_records *r, const struct sampling_sample_in
     /* the slot first: an eviction may leave a site idle, to fold */
     uint32_t index = take_slot(r);
     struct sampling_stack *stack = site_for(r, in);
-    double objects = in->weight / in->size;
+    double weight = in->sample.weight, objects = weight / in->sample.size;
     if (stack) {
-        stack->alloc_space += in->weight;
+        stack->alloc_space += weight;
         stack->alloc_objects += objects;
     }
     else {
-        r->other_space += in->weight;
+        r->other_space += weight;
         r->other_objects += objects;
     }
     if (index == SAMPLING_NONE) goto dropped;
@@ -404,12 +407,8 @@ sampling_records_add(struct sampling_records *r, const struct sampling_sample_in
     site_use(r, stack);
     rec->seq = r->next_seq++;
     rec->stack = stack;
-    rec->weight = in->weight;
-    rec->allocated_gc = in->gc_count;
+    rec->sample = in->sample;
     rec->freed_gc = 0;
-    rec->size = in->size;
-    rec->ractor = in->ractor;
-    rec->heap = in->heap;
     rec->old = 0;
     if (!live_push(r, in->obj, index)) {    /* (sets live_pos) */
         release_slot(r, index);

@@ -152,17 +152,24 @@ struct sampling_stack {
     struct sampling_frame frames[];
 };
 
+/* What a sample is when it is taken, beyond its site: one struct that the
+ * record, what a new sample brings (sampling_sample_in) and a Ruby Sample
+ * (sample.c) all embed, so a new attribute is one field here. */
+struct sampling_sample {
+    double weight;          /* estimated bytes this sample stands for */
+    size_t allocated_gc;    /* GC count when allocated */
+    uint32_t size;          /* slot bytes */
+    uint32_t ractor;        /* the allocating Ractor's cache (sampling.c numbers them) */
+    uint8_t heap;           /* heap index */
+};
+
 struct sampling_record {
     uint64_t seq;           /* 1, 2, ... in order taken; 0: slot unused */
     struct sampling_stack *stack;   /* where, the class and the type */
-    double weight;          /* estimated bytes this sample stands for */
-    size_t allocated_gc;    /* GC count when allocated */
+    struct sampling_sample sample;
     size_t freed_gc;        /* GC count of the collection that found it dead */
-    uint32_t size;          /* slot bytes */
     uint32_t live_pos;      /* index in live[], SAMPLING_NONE once dead */
-    uint32_t ractor;        /* the allocating Ractor's cache (sampling.c numbers them) */
     uint8_t old;            /* promoted to the old generation */
-    uint8_t heap;           /* heap index */
 };
 
 struct sampling_live {
@@ -199,7 +206,7 @@ struct sampling_records {
     int reading;                        /* readers: no record is evicted and no site folded meanwhile */
 };
 
-/* What a new sample brings. */
+/* What a new sample brings: the object, its site, and the sample. */
 struct sampling_sample_in {
     uintptr_t obj, klass;
     const struct sampling_frame *frames;
@@ -207,12 +214,9 @@ struct sampling_sample_in {
     uint32_t nframes;
     bool truncated;
     uint8_t origin;
-    double weight;
-    size_t gc_count;
-    uint32_t size;
-    uint32_t ractor;
     uint16_t type;
-    uint8_t imemo_type, heap;
+    uint8_t imemo_type;
+    struct sampling_sample sample;
 };
 
 void sampling_records_init(struct sampling_records *r, size_t max);
@@ -246,7 +250,7 @@ static inline size_t
 sampling_record_age(const struct sampling_record *rec, size_t gc_count)
 {
     size_t last = rec->live_pos == SAMPLING_NONE ? rec->freed_gc - 1 : gc_count;
-    return last > rec->allocated_gc ? last - rec->allocated_gc : 0;
+    return last > rec->sample.allocated_gc ? last - rec->sample.allocated_gc : 0;
 }
 
 /* The end of a marking, after check_liveness: `dead` says whether a

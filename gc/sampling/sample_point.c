@@ -1,5 +1,6 @@
 /* sample_point.c: see sample_point.h for the model and its invariant. */
 #include "sample_point.h"
+#include "invariant.h"
 
 #if defined(__has_feature)
 # if __has_feature(address_sanitizer)
@@ -59,6 +60,7 @@ void
 sample_point_place(struct sample_point *sp, sample_point_list *list,
                    size_t count, size_t slot_size)
 {
+    SAMPLING_ASSERT(sp->tail == NULL && sp->countdown > 0);
     /* The k-th slot (1-based) reaches the point: k = ceil(countdown / size). */
     uint64_t k = ((uint64_t)sp->countdown + slot_size - 1) / slot_size;
 
@@ -88,12 +90,16 @@ sample_point_place(struct sample_point *sp, sample_point_list *list,
     sp->head_last = last;
     sp->tail_count = count - (k - 1);
     sp->countdown -= (int64_t)((k - 1) * slot_size);
+    /* the tail's first slot is the allocation that reaches the point */
+    SAMPLING_ASSERT(sp->countdown > 0 && (uint64_t)sp->countdown <= slot_size);
 }
 
 struct sample_point_slot *
 sample_point_take(struct sample_point *sp, sample_point_list *list,
                   size_t slot_size, struct sample_point_config *config, uint64_t *points)
 {
+    SAMPLING_ASSERT(*list == NULL && sp->tail != NULL && sp->tail_count >= 1);
+    SAMPLING_ASSERT(sp->countdown > 0 && (uint64_t)sp->countdown <= slot_size);
     struct sample_point_slot *slot = sp->tail;
     struct sample_point_slot *rest = slot_next(slot);
     size_t rest_count = sp->tail_count - 1;
@@ -122,6 +128,7 @@ sample_point_take(struct sample_point *sp, sample_point_list *list,
         sp->countdown = countdown;
     }
     *points = n;
+    SAMPLING_ASSERT(n >= 1 && sp->countdown > 0);
 
     *list = rest;
     if (rest) sample_point_place(sp, list, rest_count, slot_size);
@@ -135,6 +142,7 @@ sample_point_rejoin(struct sample_point *sp, sample_point_list *list, size_t slo
     sp->countdown += (int64_t)(unallocated * slot_size);
 
     if (sp->tail) {
+        SAMPLING_ASSERT(*list == NULL || sp->head_last != NULL);
         if (*list) slot_set_next(sp->head_last, sp->tail);
         else *list = sp->tail;
         sp->tail = NULL;

@@ -76,7 +76,4 @@ VALUE sampler_object(uint32_t index, uint64_t seq);
 /* The settings the sampler runs (or last ran) with. */
 const struct sampling_params *sampler_params(void);
 
-/* Defined in api.c: the Ruby API and RUBY_GC_SAMPLING, at boot. */
-void sampling_api_init(void);
-
 #endif

@@ -10,7 +10,8 @@
  *   gap.c           gaps between points (poisson / fixed) and weights
  *   records.c       records, shared stacks, the references they hold
  *   frames.c        capturing and reading stacks (caller_locations rules)
- *   api.c           ObjectSpace::AllocationSampler and RUBY_GC_SAMPLING
+ *   api.c           ObjectSpace::AllocationSampler and RUBY_GC_SAMPLING;
+ *                   read.c, sample.c, profile.c, report.c read it from Ruby
  *
  * The allocation path, numbered as it runs (newobj_alloc in default.c):
  *
@@ -59,10 +60,12 @@
 #include "ruby/ractor.h"
 #include "internal/sanitizers.h"
 #pragma GCC visibility push(hidden)
+#include "invariant.h"
 #include "sample_point.h"
 #include "records.h"
 #include "frames.h"
 #include "sampler.h"
+#include "api.h"
 #include "sample_point.c"
 #include "gap.c"
 #include "refset.c"
@@ -278,14 +281,14 @@ sampling_record(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache, VALUE 
     in.truncated = capture.truncated;
     in.origin = capture.origin;
     in.hash = capture.hash;
-    in.ractor = cache->sampling_ractor;
+    in.sample.ractor = cache->sampling_ractor;
     in.frames = sampler.scratch;
     GC_ASSERT(in.hash == sampling_stack_hash(in.frames, in.nframes, in.truncated));
-    in.weight = sampler.config.mode == SAMPLING_MODE_FIXED ? (double)points * (double)sampler.config.interval
-                                                           : sampler.poisson_weight[heap_idx];
-    in.gc_count = objspace->profile.count;
-    in.size = (uint32_t)size;
-    in.heap = (uint8_t)heap_idx;
+    in.sample.weight = sampler.config.mode == SAMPLING_MODE_FIXED ? (double)points * (double)sampler.config.interval
+                                                                  : sampler.poisson_weight[heap_idx];
+    in.sample.allocated_gc = objspace->profile.count;
+    in.sample.size = (uint32_t)size;
+    in.sample.heap = (uint8_t)heap_idx;
     sampling_records_add(&sampler.records, &in);
 }
 
@@ -321,6 +324,17 @@ sampling_liveness(uintptr_t obj, void *data)
     return RVALUE_OLD_P(objspace, (VALUE)obj) ? 2 : 1;
 }
 
+/* With --enable-checks, every invariant of records.h after each change
+ * the collector makes (O(records) a GC: checks only). */
+static inline void
+records_verify(const char *when)
+{
+#ifdef SAMPLING_CHECKS
+    const char *err = sampling_records_verify(&sampler.records);
+    if (err) rb_bug("sampling: records after %s: %s", when, err);
+#endif
+}
+
 static bool
 sampling_ref_dead(uintptr_t ref, void *objspace)
 {
@@ -347,6 +361,7 @@ sampling_marks_finished(void *objspace_ptr)
     if (sampler.records.refs.size) {
         sampling_records_check_refs(&sampler.records, sampling_ref_dead, sampling_name_site, objspace);
     }
+    records_verify("marking");
 }
 
 static uintptr_t
@@ -366,6 +381,7 @@ sampling_update_references(void *objspace_ptr)
         sampler.allocated_at_marks[i] = heaps[i].total_allocated_objects;
     }
     sampling_records_update_references(&sampler.records, sampling_location, objspace);
+    records_verify("compaction");
 }
 
 /* ---- start, stop, clear (API side; VM lock and barrier held) ---- */
@@ -628,7 +644,7 @@ sampler_object(uint32_t index, uint64_t seq)
          * its own Ractor may touch it. */
         if (obj && sampling_ractors) {
             rb_ractor_newobj_cache_t *cache = rb_gc_get_ractor_newobj_cache();
-            if (sampler.records.items[index].ractor != cache->sampling_ractor && !rb_ractor_shareable_p(obj)) obj = 0;
+            if (sampler.records.items[index].sample.ractor != cache->sampling_ractor && !rb_ractor_shareable_p(obj)) obj = 0;
         }
     }
     rb_gc_vm_unlock(lev);

@@ -93,8 +93,8 @@ sample_in(struct sampling_sample_in *in, struct sampling_frame *frames, uintptr_
     in->frames = frames;
     in->truncated = rnd(10) == 0;
     in->hash = sampling_stack_hash(frames, in->nframes, in->truncated);
-    in->weight = 40.0 * (double)(1 + rnd(100));
-    in->size = 40;
+    in->sample.weight = 40.0 * (double)(1 + rnd(100));
+    in->sample.size = 40;
     in->type = (uint16_t)rnd(3);
 }
 
@@ -133,7 +133,7 @@ test_random_streams(void)
                     if (r.items[i].seq) { read_index[nread] = (uint32_t)i; read_seq[nread++] = r.items[i].seq; }
                 }
                 break;
-              default: sample_in(&in, frames, base); sampling_records_add(&r, &in); added += in.weight; break;
+              default: sample_in(&in, frames, base); sampling_records_add(&r, &in); added += in.sample.weight; break;
             }
             const char *err = sampling_records_verify(&r);
             if (err) { CHECK(!err, "seed %llu op %d: %s", (unsigned long long)seed, op, err); ok = 0; }
@@ -173,7 +173,7 @@ test_sharing_drop_evict(void)
     struct sampling_records r, r2;
     sampling_records_init(&r, 3);
     struct sampling_frame f[2] = { { 1000, 2000, 1 }, { 1008, 0, 2 } };
-    struct sampling_sample_in in = { .obj = 8, .klass = 3000, .frames = f, .nframes = 2, .size = 40, .weight = 1 };
+    struct sampling_sample_in in = { .obj = 8, .klass = 3000, .frames = f, .nframes = 2, .sample = { .size = 40, .weight = 1 } };
     in.hash = sampling_stack_hash(f, 2, false);
     uint32_t a = sampling_records_add(&r, &in);
     in.obj = 16;
@@ -231,7 +231,7 @@ test_dead_queue_growth(void)
     struct sampling_records r;
     sampling_records_init(&r, 3000);
     struct sampling_frame f[1] = { { 1000, 2000, 1 } };
-    struct sampling_sample_in in = { .klass = 3000, .frames = f, .nframes = 1, .size = 40, .weight = 1 };
+    struct sampling_sample_in in = { .klass = 3000, .frames = f, .nframes = 1, .sample = { .size = 40, .weight = 1 } };
     in.hash = sampling_stack_hash(f, 1, false);
     memset(dead_obj, 0, sizeof(dead_obj));
     die_percent = 0;
@@ -276,7 +276,7 @@ test_reserve(void)
     struct sampling_record *items = r.items;
     struct sampling_live *live = r.live;
     struct sampling_frame f[1] = { { 1000, 2000, 1 } };
-    struct sampling_sample_in in = { .klass = 3000, .frames = f, .nframes = 1, .size = 40, .weight = 1 };
+    struct sampling_sample_in in = { .klass = 3000, .frames = f, .nframes = 1, .sample = { .size = 40, .weight = 1 } };
     in.hash = sampling_stack_hash(f, 1, false);
     int ok = 1;
     for (uintptr_t i = 1; i <= 5000; i++) {
@@ -301,7 +301,7 @@ test_many_classes_one_place(void)
     struct sampling_records r;
     sampling_records_init(&r, 1000);
     struct sampling_frame f[2] = { { 0, 2000, 0 }, { 1008, 0, 16 } };
-    struct sampling_sample_in in = { .frames = f, .nframes = 2, .size = 40, .weight = 1 };
+    struct sampling_sample_in in = { .frames = f, .nframes = 2, .sample = { .size = 40, .weight = 1 } };
     in.hash = sampling_stack_hash(f, 2, false);
     int ok = 1;
     for (int pass = 0; pass < 2; pass++) {
@@ -347,11 +347,11 @@ test_totals_and_weak_refs(void)
     double expected[3] = { 0, 0, 0 };
     for (uintptr_t i = 1; i <= 1000; i++) {
         int site = (int)(i % 3);
-        struct sampling_sample_in in = { .obj = 8 * i, .klass = 3000, .frames = f[site], .nframes = 1, .size = 40 };
-        in.weight = 40.0 * (double)(site + 1);
+        struct sampling_sample_in in = { .obj = 8 * i, .klass = 3000, .frames = f[site], .nframes = 1, .sample.size = 40 };
+        in.sample.weight = 40.0 * (double)(site + 1);
         in.hash = sampling_stack_hash(f[site], 1, false);
         sampling_records_add(&r, &in);
-        expected[site] += in.weight;
+        expected[site] += in.sample.weight;
         if (i % 7 == 0) {
             for (uintptr_t j = 1; j <= i; j++) dead_obj[j] = j + 4 < i;
             sampling_records_check_liveness(&r, liveness, NULL, i, true);
@@ -375,7 +375,7 @@ test_totals_and_weak_refs(void)
     sampling_records_check_refs(&r, ref_dead, name_site, NULL);
     CHECK(named == 3 && r.stacks.size == 0 && r.refs.size == 0 && r.nsites == 3,
           "every site held the class: named (%d), out of the table, no references held", named);
-    struct sampling_sample_in in = { .obj = 8 * 2000, .klass = 3000, .frames = f[0], .nframes = 1, .size = 40, .weight = 40 };
+    struct sampling_sample_in in = { .obj = 8 * 2000, .klass = 3000, .frames = f[0], .nframes = 1, .sample = { .size = 40, .weight = 40 } };
     in.hash = sampling_stack_hash(f[0], 1, false);
     uint32_t i = sampling_records_add(&r, &in);
     CHECK(i != SAMPLING_NONE && !r.items[i].stack->names && r.items[i].stack->alloc_space == 40 && r.nsites == 4,

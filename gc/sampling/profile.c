@@ -1,0 +1,243 @@
+/*
+ * profile.c: the pprof profile (pprof.h encodes it): built from the
+ * sites a read sees, one pprof sample per site; written by `write_pprof`
+ * and, with RUBY_GC_SAMPLING's out=, at exit.
+ */
+#include "ruby/ruby.h"
+
+#include "api.h"
+#include "config.h"
+#include "pprof.h"
+#include "read.h"
+#include "sampler.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t
+name_index(struct pprof *p, const char *s, uint32_t len)
+{
+    return s ? pprof_string(p, s, len) : 0;
+}
+
+/* A site's location ids, innermost first, and its class name's index. */
+struct site_ids {
+    uint64_t klass;
+    uint32_t n;
+    uint64_t ids[];
+};
+
+static void
+free_site_ids(st_data_t value)
+{
+    free((void *)value);
+}
+
+struct pprof_build {
+    struct read read;
+    st_table *inuse;
+    struct pprof *p;
+    uint64_t key_class, key_type;
+    uint8_t *bytes;
+    size_t len;
+};
+
+static uint64_t
+synthetic_location(struct pprof *p, const char *name)
+{
+    uint64_t s = pprof_cstring(p, name);
+    return pprof_location(p, pprof_function(p, s, s), 0);
+}
+
+static st_data_t
+pprof_convert(const struct sampling_names *names, void *arg)
+{
+    struct pprof *p = ((struct pprof_build *)arg)->p;
+    uint32_t n = names->n ? names->n : 1;
+    struct site_ids *s = malloc(sizeof(*s) + n * sizeof(s->ids[0]));
+    if (!s) rb_memerror();
+    s->n = n;
+    s->klass = names->klass ? pprof_cstring(p, names->klass) : 0;
+    if (!names->n) s->ids[0] = synthetic_location(p, "<unknown>");
+    for (uint32_t i = 0; i < names->n; i++) {
+        const struct sampling_name *nm = &names->locs[i];
+        uint64_t function = pprof_function(p, name_index(p, nm->label, nm->labellen), name_index(p, nm->path, nm->pathlen));
+        s->ids[i] = pprof_location(p, function, nm->lineno);
+    }
+    return (st_data_t)s;
+}
+
+/* One pprof sample, rounded once (rounding each record would bias the
+ * counts by up to half an object a record). */
+static void
+pprof_site_sample(struct pprof_build *b, const uint64_t *ids, uint32_t n, struct site_values sv,
+                  const struct pprof_label *labels, size_t nlabels)
+{
+    int64_t values[4] = { llround(sv.alloc_objects), llround(sv.alloc_space), llround(sv.inuse_objects),
+                          llround(sv.inuse_space) };
+    if (!values[0] && !values[1] && !values[2] && !values[3]) return;
+    pprof_sample(b->p, ids, n, values, 4, labels, nlabels);
+}
+
+static VALUE
+pprof_build_body(VALUE arg)
+{
+    struct pprof_build *b = (struct pprof_build *)arg;
+    const struct sampling_params *params = sampler_params();
+    struct pprof *p = b->p;
+    pprof_sample_type(p, "alloc_objects", "count");
+    pprof_sample_type(p, "alloc_space", "bytes");
+    pprof_sample_type(p, "inuse_objects", "count");
+    pprof_sample_type(p, "inuse_space", "bytes");
+    pprof_period(p, "space", "bytes", (int64_t)params->interval);
+    pprof_default_sample_type(p, "alloc_space");
+    b->key_class = pprof_cstring(p, "class");
+    b->key_type = pprof_cstring(p, "type");
+
+    read_begin(&b->read);
+    const struct sampling_records *r = sampler_records();
+    char comment[256];
+    snprintf(comment, sizeof(comment), "sampling GC: mode=%s interval=%llu depth=%u",
+             params->mode == SAMPLING_MODE_FIXED ? "fixed" : "poisson",
+             (unsigned long long)params->interval, params->depth);
+    pprof_comment(p, comment);
+    if (r->evicted || r->dropped || r->folded) {
+        /* totals stay exact; in-use covers the records kept */
+        snprintf(comment, sizeof(comment), "records evicted: %llu, dropped: %llu; sites folded into "
+                 READ_OTHER_SITES ": %llu (alloc totals are exact; inuse covers the records kept)",
+                 (unsigned long long)r->evicted, (unsigned long long)r->dropped, (unsigned long long)r->folded);
+        pprof_comment(p, comment);
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    pprof_time(p, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, 0);
+
+    read_inuse(&b->read, b->inuse);
+    READ_SITES_FOREACH(&b->read, site) {
+        const struct site_ids *s = (const struct site_ids *)read_site(&b->read, site, pprof_convert, b);
+        struct pprof_label labels[2];
+        size_t nlabels = 0;
+        labels[nlabels++] = (struct pprof_label){ b->key_type, pprof_cstring(p, read_type_name(site->type)) };
+        if (s->klass) labels[nlabels++] = (struct pprof_label){ b->key_class, s->klass };
+        pprof_site_sample(b, s->ids, s->n, read_site_values(site, b->inuse), labels, nlabels);
+    }
+    if (r->other_space > 0) {
+        uint64_t id = synthetic_location(p, READ_OTHER_SITES);
+        struct site_values sv = { r->other_space, r->other_objects, 0, 0 };
+        pprof_site_sample(b, &id, 1, sv, NULL, 0);
+    }
+    if (!pprof_finish(p, true, &b->bytes, &b->len)) rb_memerror();
+    return Qnil;
+}
+
+static VALUE
+pprof_build_ensure(VALUE arg)
+{
+    struct pprof_build *b = (struct pprof_build *)arg;
+    read_end(&b->read, free_site_ids);
+    read_inuse_free(b->inuse);
+    pprof_free(b->p);
+    return Qnil;
+}
+
+/* The profile as a binary String (gzip-compressed pprof). */
+static VALUE
+pprof_bytes(void)
+{
+    struct pprof *p = pprof_new();
+    if (!p) rb_memerror();
+    struct pprof_build b = { READ_INIT, st_init_numtable(), p, 0, 0, NULL, 0 };
+    rb_ensure(pprof_build_body, (VALUE)&b, pprof_build_ensure, (VALUE)&b);
+    VALUE str = rb_str_new((const char *)b.bytes, (long)b.len);
+    free(b.bytes);
+    return str;
+}
+
+/* Writes bytes to path_or_io: an IO (anything with #write, even one that
+ * also has #to_path, as every File does) is written through at its
+ * position; a String or Pathname names a file, written with File.binwrite
+ * (which opens and writes without the GVL and can be interrupted: a FIFO
+ * with no reader blocks only this thread). */
+static VALUE
+write_out(VALUE dest, VALUE bytes, const char *argname)
+{
+    if (!RB_TYPE_P(dest, T_STRING) && rb_respond_to(dest, rb_intern("write"))) {
+        rb_funcall(dest, rb_intern("write"), 1, bytes);
+    }
+    else if (RB_TYPE_P(dest, T_STRING) || rb_respond_to(dest, rb_intern("to_path"))) {
+        rb_funcall(rb_cFile, rb_intern("binwrite"), 2, rb_get_path(dest), bytes);
+    }
+    else {
+        rb_raise(rb_eArgError, "%s must be a path (String, Pathname) or an IO (got %"PRIsVALUE")", argname, rb_inspect(dest));
+    }
+    return LONG2NUM(RSTRING_LEN(bytes));
+}
+
+static void
+check_destination(VALUE dest, const char *argname)
+{
+    if (!RB_TYPE_P(dest, T_STRING) && !rb_respond_to(dest, rb_intern("to_path")) && !rb_respond_to(dest, rb_intern("write")))
+        rb_raise(rb_eArgError, "%s must be a path (String, Pathname) or an IO (got %"PRIsVALUE")", argname, rb_inspect(dest));
+}
+
+static VALUE
+sampler_write_pprof_m(VALUE self, VALUE dest)
+{
+    check_destination(dest, "path_or_io");
+    return write_out(dest, pprof_bytes(), "path_or_io");
+}
+
+/* RUBY_GC_SAMPLING's out=: the profile at exit, %p the pid (resolved
+ * against the directory the program started in).  Never raises for a
+ * failed write: one warning, and the exit status stays the program's.  A
+ * signal that arrives meanwhile waits until the profile is written (unless
+ * the write blocks), then ends the program as it would have. */
+static VALUE
+write_at_exit_write(RB_BLOCK_CALL_FUNC_ARGLIST(unused, path))
+{
+    return write_out(path, pprof_bytes(), "out");
+}
+
+static VALUE
+write_at_exit_body(VALUE path)
+{
+    VALUE mask = rb_hash_new();
+    rb_hash_aset(mask, rb_cObject, ID2SYM(rb_intern("on_blocking")));
+    return rb_block_call(rb_cThread, rb_intern("handle_interrupt"), 1, &mask, write_at_exit_write, path);
+}
+
+static void
+write_at_exit(VALUE unused)
+{
+    const struct sampling_params *params = sampler_params();
+    if (!params->out[0]) return;
+    char path[SAMPLING_OUT_MAX + 32];
+    if (!sampling_expand_path(params->out, (long)getpid(), path, sizeof(path))) {
+        fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: out=%s is too long; no profile written\n", params->out);
+        return;
+    }
+    int state = 0;
+    rb_protect(write_at_exit_body, rb_str_new_cstr(path), &state);
+    if (!state) return;
+    VALUE err = rb_errinfo();
+    if (rb_obj_is_kind_of(err, rb_eSignal)) rb_jump_tag(state);   /* the program ends by its signal */
+    rb_set_errinfo(Qnil);
+    VALUE msg = rb_check_funcall(err, rb_intern("message"), 0, 0);
+    fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: could not write the profile to %s: %s\n", path,
+            RB_TYPE_P(msg, T_STRING) ? StringValueCStr(msg) : "error");
+}
+
+void
+sampling_write_at_exit(void)
+{
+    rb_set_end_proc(write_at_exit, Qnil);
+}
+
+void
+sampling_define_profile(VALUE mSampler)
+{
+    rb_define_singleton_method(mSampler, "write_pprof", sampler_write_pprof_m, 1);
+}

@@ -1,0 +1,177 @@
+/* read.c: see read.h. */
+#include "read.h"
+#include "frames.h"
+#include "sampler.h"
+
+#include <stdlib.h>
+
+const char *rb_imemo_name(int type);
+
+void
+read_begin(struct read *rd)
+{
+    rd->limit = sampler_read_begin(&rd->lev);
+    rd->newest = sampler_records()->newest;
+    rd->reading = true;
+}
+
+static int
+read_free_i(st_data_t key, st_data_t value, st_data_t free_converted)
+{
+    if (value) ((void (*)(st_data_t))free_converted)(value);
+    return ST_CONTINUE;
+}
+
+void
+read_end(struct read *rd, void (*free_converted)(st_data_t))
+{
+    if (free_converted) st_foreach(rd->sites, read_free_i, (st_data_t)free_converted);
+    st_free_table(rd->sites);
+    if (rd->reading) sampler_read_end(rd->lev);
+}
+
+const struct sampling_record *
+read_record(const struct read *rd, size_t index)
+{
+    const struct sampling_records *r = sampler_records();
+    if (index >= r->used) return NULL;
+    const struct sampling_record *rec = &r->items[index];
+    return rec->seq && rec->seq < rd->limit ? rec : NULL;
+}
+
+/* A site's names for a read: its own once named, else made now. */
+struct site_names {
+    const struct sampling_stack *site;
+    struct sampling_names *made;
+    read_convert_fn *convert;
+    void *arg;
+};
+
+static VALUE
+site_names_convert(VALUE arg)
+{
+    struct site_names *sn = (struct site_names *)arg;
+    const struct sampling_names *names = sn->site->names;
+    if (!names) {
+        const struct sampling_stack *s = sn->site;
+        names = sn->made = sampling_names_of(s->frames, s->nframes, s->origin, s->klass);
+        if (!names) rb_memerror();
+    }
+    return (VALUE)sn->convert(names, sn->arg);
+}
+
+static VALUE
+site_names_free(VALUE arg)
+{
+    free(((struct site_names *)arg)->made);
+    return Qnil;
+}
+
+/* The conversion of site, made once per read.  It is registered (as 0)
+ * before it is made, so one that raises half-way is not made again. */
+st_data_t
+read_site(struct read *rd, const struct sampling_stack *site, read_convert_fn *convert, void *arg)
+{
+    st_data_t converted;
+    if (st_lookup(rd->sites, (st_data_t)site, &converted)) return converted;
+    st_insert(rd->sites, (st_data_t)site, 0);
+    struct site_names sn = { site, NULL, convert, arg };
+    converted = (st_data_t)rb_ensure(site_names_convert, (VALUE)&sn, site_names_free, (VALUE)&sn);
+    st_insert(rd->sites, (st_data_t)site, converted);
+    return converted;
+}
+
+static VALUE
+name_string(const char *s, uint32_t len)
+{
+    return s ? rb_str_freeze(rb_utf8_str_new(s, len)) : Qnil;
+}
+
+VALUE
+read_frames(const struct sampling_names *names)
+{
+    if (names->n == 0) {
+        VALUE unknown = rb_str_freeze(rb_str_new_cstr("<unknown>"));
+        return rb_ary_freeze(rb_ary_new_from_args(1, rb_ary_freeze(rb_ary_new_from_args(3, unknown, INT2FIX(0), unknown))));
+    }
+    VALUE frames = rb_ary_new_capa(names->n);
+    for (uint32_t i = 0; i < names->n; i++) {
+        const struct sampling_name *nm = &names->locs[i];
+        rb_ary_push(frames, rb_ary_freeze(rb_ary_new_from_args(3, name_string(nm->path, nm->pathlen), INT2NUM(nm->lineno),
+                                                                 name_string(nm->label, nm->labellen))));
+    }
+    /* (stays reachable: GC is off, then the result holds it) */
+    return rb_ary_freeze(frames);
+}
+
+/* In-use totals per site (site -> malloc'd struct site_values), from the
+ * live records the read sees. */
+void
+read_inuse(struct read *rd, st_table *inuse)
+{
+    const struct sampling_records *r = sampler_records();
+    for (size_t i = 0; i < r->nlive; i++) {
+        const struct sampling_record *rec = read_record(rd, r->live[i].record);
+        if (!rec) continue;
+        st_data_t v;
+        if (!st_lookup(inuse, (st_data_t)rec->stack, &v)) {
+            v = (st_data_t)calloc(1, sizeof(struct site_values));
+            if (!v) rb_memerror();
+            st_insert(inuse, (st_data_t)rec->stack, v);
+        }
+        ((struct site_values *)v)->inuse_space += rec->sample.weight;
+        ((struct site_values *)v)->inuse_objects += rec->sample.weight / rec->sample.size;
+    }
+}
+
+struct site_values
+read_site_values(const struct sampling_stack *site, st_table *inuse)
+{
+    struct site_values sv = { site->alloc_space, site->alloc_objects, 0, 0 };
+    st_data_t v;
+    if (st_lookup(inuse, (st_data_t)site, &v)) {
+        sv.inuse_space = ((struct site_values *)v)->inuse_space;
+        sv.inuse_objects = ((struct site_values *)v)->inuse_objects;
+    }
+    return sv;
+}
+
+static int
+free_value_i(st_data_t key, st_data_t value, st_data_t arg)
+{
+    free((void *)value);
+    return ST_CONTINUE;
+}
+
+void
+read_inuse_free(st_table *inuse)
+{
+    st_foreach(inuse, free_value_i, 0);
+    st_free_table(inuse);
+}
+
+static const char *const type_names[] = {
+    "T_NONE", "T_OBJECT", "T_CLASS", "T_MODULE", "T_FLOAT", "T_STRING", "T_REGEXP", "T_ARRAY",
+    "T_HASH", "T_STRUCT", "T_BIGNUM", "T_FILE", "T_DATA", "T_MATCH", "T_COMPLEX", "T_RATIONAL",
+    NULL, "T_NIL", "T_TRUE", "T_FALSE", "T_SYMBOL", "T_FIXNUM", "T_UNDEF", NULL,
+    NULL, NULL, "T_IMEMO", "T_NODE", "T_ICLASS", "T_ZOMBIE", "T_MOVED", NULL,
+};
+
+const char *
+read_type_name(uint16_t type)
+{
+    const char *name = type < 32 ? type_names[type] : NULL;
+    return name ? name : "T_UNKNOWN";
+}
+
+VALUE
+read_type_symbol(uint16_t type)
+{
+    return ID2SYM(rb_intern(read_type_name(type)));
+}
+
+VALUE
+read_imemo_symbol(uint16_t type, uint8_t imemo_type)
+{
+    return type == RUBY_T_IMEMO ? ID2SYM(rb_intern(rb_imemo_name(imemo_type))) : Qnil;
+}

@@ -1,0 +1,81 @@
+/*
+ * read.h: reading the sampler from Ruby: the records and sites as they
+ * were when a read began, and what every reader shows of them.
+ *
+ * A read sees records with seq below `limit` and sites up to `newest`.
+ * Between read_begin and read_end GC is off and other Ractors wait, so no
+ * record changes state, nothing moves, and (records.h) no record is
+ * evicted and no site freed: a reader may allocate freely.  Only the
+ * record table may move (it grows past its reserve with samples of the
+ * reader's own allocations): read_record gives a record by index, to be
+ * asked again after anything that allocates.  Each distinct site is
+ * converted once per read (read_site) into what the reader needs (frozen
+ * frames, pprof location ids, ...).
+ *
+ * Readers run with the GVL; nothing here runs during GC.
+ */
+#ifndef SAMPLING_READ_H
+#define SAMPLING_READ_H
+
+#include "ruby/ruby.h"
+#include "ruby/st.h"
+#include "records.h"
+
+struct read {
+    st_table *sites;        /* site -> its conversion */
+    uint64_t limit;
+    const struct sampling_stack *newest;
+    unsigned int lev;
+    bool reading;
+};
+
+#define READ_INIT { st_init_numtable(), 0, NULL, 0, false }
+
+void read_begin(struct read *rd);
+
+/* Ends a read (from an ensure function): frees the conversions with
+ * free_converted (NULL: nothing to free), and lets GC and the other
+ * Ractors go on. */
+void read_end(struct read *rd, void (*free_converted)(st_data_t));
+
+/* The record at index if the read sees it, else NULL; valid until the
+ * reader next allocates. */
+const struct sampling_record *read_record(const struct read *rd, size_t index);
+
+/* Every site the read sees, oldest first. */
+#define READ_SITES_FOREACH(rd, s) \
+    for (const struct sampling_stack *s = sampler_records()->oldest, *s##_end = (rd)->newest ? (rd)->newest->newer : s; \
+         s && s != s##_end; s = s->newer)
+
+/* The conversion of a site for this read, made once from its names
+ * (records.h; made for the read if the site is not named) by convert. */
+typedef st_data_t read_convert_fn(const struct sampling_names *names, void *arg);
+st_data_t read_site(struct read *rd, const struct sampling_stack *site, read_convert_fn *convert, void *arg);
+
+/* Frames as Sample#frames gives them: a frozen Array of frozen
+ * [path, lineno, label]. */
+VALUE read_frames(const struct sampling_names *names);
+
+/* What a profile shows of one site: totals of every sample taken there,
+ * and in-use totals of its live records (which the read sees). */
+struct site_values {
+    double alloc_space, alloc_objects, inuse_space, inuse_objects;
+};
+
+/* In-use totals per site (site -> malloc'd struct site_values), from the
+ * live records the read sees; read_site_values gives a site's four
+ * values; read_inuse_free frees the table. */
+void read_inuse(struct read *rd, st_table *inuse);
+struct site_values read_site_values(const struct sampling_stack *site, st_table *inuse);
+void read_inuse_free(st_table *inuse);
+
+/* The name a pseudo-site gets for the totals of folded sites. */
+#define READ_OTHER_SITES "<other sites>"
+
+/* T_STRING and friends, as names and Symbols; the imemo type's Symbol
+ * (nil unless type is T_IMEMO). */
+const char *read_type_name(uint16_t type);
+VALUE read_type_symbol(uint16_t type);
+VALUE read_imemo_symbol(uint16_t type, uint8_t imemo_type);
+
+#endif

@@ -1,0 +1,148 @@
+/*
+ * report.c: `report` and `write_collapsed` (written in Ruby: report.rb,
+ * compiled in as a string and evaluated on first use) and `site_totals`,
+ * the one thing they read: a row per site with its totals.
+ */
+#include "ruby/ruby.h"
+
+#include "api.h"
+#include "read.h"
+#include "sampler.h"
+
+struct totals {
+    struct read read;
+    st_table *inuse;
+    VALUE result;
+};
+
+static VALUE
+totals_row(VALUE frames, VALUE klass, VALUE type, VALUE imemo, struct site_values sv, VALUE ages)
+{
+    VALUE row = rb_ary_new_capa(9);
+    rb_ary_push(row, frames);
+    rb_ary_push(row, klass);
+    rb_ary_push(row, type);
+    rb_ary_push(row, imemo);
+    rb_ary_push(row, DBL2NUM(sv.alloc_space));
+    rb_ary_push(row, DBL2NUM(sv.alloc_objects));
+    rb_ary_push(row, DBL2NUM(sv.inuse_space));
+    rb_ary_push(row, DBL2NUM(sv.inuse_objects));
+    rb_ary_push(row, ages);
+    return row;
+}
+
+static st_data_t
+class_name_convert(const struct sampling_names *names, void *arg)
+{
+    return (st_data_t)(names->klass ? rb_str_freeze(rb_utf8_str_new_cstr(names->klass)) : Qnil);
+}
+
+static st_data_t
+totals_convert(const struct sampling_names *names, void *arg)
+{
+    /* (reachable while GC is off, then from the rows) */
+    return (st_data_t)rb_ary_new_from_args(2, read_frames(names), (VALUE)class_name_convert(names, NULL));
+}
+
+static VALUE
+totals_body(VALUE arg)
+{
+    struct totals *t = (struct totals *)arg;
+    read_begin(&t->read);
+    read_inuse(&t->read, t->inuse);
+    /* live ages per site */
+    st_table *ages = st_init_numtable();
+    VALUE keep = rb_ary_new();
+    size_t gc_count = rb_gc_count();
+    const struct sampling_records *r = sampler_records();
+    for (size_t i = 0; i < r->nlive; i++) {
+        const struct sampling_record *rec = read_record(&t->read, r->live[i].record);
+        if (!rec) continue;
+        st_data_t list;
+        const struct sampling_stack *site = rec->stack;
+        size_t age = sampling_record_age(rec, gc_count);
+        if (!st_lookup(ages, (st_data_t)site, &list)) {
+            list = (st_data_t)rb_ary_new();
+            rb_ary_push(keep, (VALUE)list);
+            st_insert(ages, (st_data_t)site, list);
+        }
+        rb_ary_push((VALUE)list, SIZET2NUM(age));
+    }
+    VALUE rows = rb_ary_new();
+    READ_SITES_FOREACH(&t->read, site) {
+        VALUE pair = (VALUE)read_site(&t->read, site, totals_convert, NULL);
+        st_data_t list;
+        VALUE site_ages = st_lookup(ages, (st_data_t)site, &list) ? (VALUE)list : rb_ary_new();
+        rb_ary_push(rows, totals_row(RARRAY_AREF(pair, 0), RARRAY_AREF(pair, 1), read_type_symbol(site->type),
+                                     read_imemo_symbol(site->type, site->imemo_type), read_site_values(site, t->inuse), site_ages));
+    }
+    st_free_table(ages);
+    RB_GC_GUARD(keep);
+    if (r->other_space > 0) {
+        VALUE other = rb_str_freeze(rb_str_new_cstr(READ_OTHER_SITES));
+        VALUE frames = rb_ary_freeze(rb_ary_new_from_args(1, rb_ary_freeze(rb_ary_new_from_args(3, other, INT2FIX(0), other))));
+        struct site_values sv = { r->other_space, r->other_objects, 0, 0 };
+        rb_ary_push(rows, totals_row(frames, Qnil, Qnil, Qnil, sv, rb_ary_new()));
+    }
+    t->result = rows;
+    return rows;
+}
+
+static VALUE
+totals_ensure(VALUE arg)
+{
+    struct totals *t = (struct totals *)arg;
+    read_end(&t->read, NULL);
+    read_inuse_free(t->inuse);
+    return Qnil;
+}
+
+/* site_totals (private): one row per site, [frames, class name, type,
+ * imemo type, alloc_space, alloc_objects, inuse_space, inuse_objects,
+ * ages of its live samples]; folded sites as one "<other sites>" row. */
+static VALUE
+sampler_site_totals_m(VALUE self)
+{
+    struct totals t = { READ_INIT, st_init_numtable(), rb_ary_new() };
+    return rb_ensure(totals_body, (VALUE)&t, totals_ensure, (VALUE)&t);
+}
+
+static const char report_rb[] =
+#include "report_rb.inc"
+    ;
+
+/* report and write_collapsed stay these C methods (so a Method taken
+ * before the first call keeps working, and nothing is redefined); the
+ * first call evaluates report.rb, which defines the private methods they
+ * call. */
+static VALUE
+report_call(int argc, VALUE *argv, VALUE self, const char *name)
+{
+    static bool loaded;
+    if (!loaded) {
+        rb_funcall(rb_mKernel, rb_intern("eval"), 4, rb_str_new_static(report_rb, (long)sizeof(report_rb) - 1), Qnil,
+                   rb_str_new_cstr("<internal:allocation_sampler/report>"), INT2FIX(1));
+        loaded = true;
+    }
+    return rb_funcallv_kw(self, rb_intern(name), argc, argv, rb_keyword_given_p());
+}
+
+static VALUE
+sampler_write_collapsed_m(int argc, VALUE *argv, VALUE self)
+{
+    return report_call(argc, argv, self, "write_collapsed_impl");
+}
+
+static VALUE
+sampler_report_m(int argc, VALUE *argv, VALUE self)
+{
+    return report_call(argc, argv, self, "report_impl");
+}
+
+void
+sampling_define_report(VALUE mSampler)
+{
+    rb_define_singleton_method(mSampler, "write_collapsed", sampler_write_collapsed_m, -1);
+    rb_define_singleton_method(mSampler, "report", sampler_report_m, -1);
+    rb_define_private_method(rb_singleton_class(mSampler), "site_totals", sampler_site_totals_m, 0);
+}
