@@ -6,10 +6,10 @@
 
 const struct sampling_setting sampling_settings[SAMPLING_SETTINGS] = {
     /* 2**50 bytes (1 PiB) is far beyond any heap */
-    [SAMPLING_SETTING_INTERVAL] = { "interval", 524288, 1, (uint64_t)1 << 50, " bytes", true },
-    [SAMPLING_SETTING_DEPTH] = { "depth", 128, 1, 4096, " frames", false },
-    [SAMPLING_SETTING_MAX_SAMPLES] = { "max_samples", 100000, 1, 100000000, "", false },
-    [SAMPLING_SETTING_SEED] = { "seed", 0, 0, UINT64_MAX, "", false },
+    [SAMPLING_SETTING_INTERVAL] = { "interval", 524288, 1, (uint64_t)1 << 50, " bytes", 1024 },
+    [SAMPLING_SETTING_DEPTH] = { "depth", 128, 1, 4096, " frames", 1000 },
+    [SAMPLING_SETTING_MAX_SAMPLES] = { "max_samples", 100000, 1, 100000000, "", 1000 },
+    [SAMPLING_SETTING_SEED] = { "seed", 0, 0, UINT64_MAX, "", 0 },
 };
 
 void
@@ -42,7 +42,7 @@ sampling_params_default(struct sampling_params *params)
 }
 
 bool
-sampling_parse_size(const char *text, size_t len, bool suffixes, uint64_t *out)
+sampling_parse_size(const char *text, size_t len, unsigned base, uint64_t *out)
 {
     if (len == 0) return false;
     uint64_t v = 0;
@@ -54,17 +54,18 @@ sampling_parse_size(const char *text, size_t len, bool suffixes, uint64_t *out)
     }
     if (i == 0) return false;
     if (i < len) {
-        if (!suffixes) return false;
-        int shift;
+        if (!base || i + 1 != len) return false;
+        int power;
         switch (text[i]) {
-          case 'k': case 'K': shift = 10; break;
-          case 'm': case 'M': shift = 20; break;
-          case 'g': case 'G': shift = 30; break;
+          case 'k': case 'K': power = 1; break;
+          case 'm': case 'M': power = 2; break;
+          case 'g': case 'G': power = 3; break;
           default: return false;
         }
-        if (i + 1 != len) return false;
-        if (v > (UINT64_MAX >> shift)) return false;
-        v <<= shift;
+        for (; power > 0; power--) {
+            if (v > UINT64_MAX / base) return false;
+            v *= base;
+        }
     }
     *out = v;
     return true;
@@ -87,30 +88,16 @@ fail(char *err, size_t errlen, const char *fmt, const char *key, size_t keylen, 
     return false;
 }
 
-/* Whether p starts with "key=" for a known key. */
-static bool
-at_key(const char *p, const char *key)
-{
-    size_t n = strlen(key);
-    return strncmp(p, key, n) == 0 && p[n] == '=';
-}
-
-static bool
-at_known_key(const char *p)
-{
-    for (int id = 0; id < SAMPLING_SETTINGS; id++) {
-        if (at_key(p, sampling_settings[id].name)) return true;
-    }
-    return at_key(p, "mode") || at_key(p, "out");
-}
-
 /* The end of out='s value: a path may hold commas, so it runs to the
- * next comma that starts another known key ("out=a,b.pb.gz,mode=fixed"). */
+ * next comma that starts a key, "name=" ("out=a,b.pb.gz,mode=fixed");
+ * an unknown name there is then an error, not part of the path. */
 static const char *
 out_value_end(const char *value)
 {
     for (const char *c = strchr(value, ','); c; c = strchr(c + 1, ',')) {
-        if (at_known_key(c + 1)) return c;
+        const char *k = c + 1;
+        while ((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') || *k == '_') k++;
+        if (k > c + 1 && *k == '=') return c;
     }
     return NULL;
 }
@@ -142,11 +129,12 @@ sampling_params_parse(const char *text, struct sampling_params *params, char *er
         }
         if (id < SAMPLING_SETTINGS) {
             const struct sampling_setting *setting = &sampling_settings[id];
-            if (!sampling_parse_size(value, valuelen, setting->suffixes, &n) || n < setting->min || n > setting->max) {
-                char range[96], fmt[160];
+            if (!sampling_parse_size(value, valuelen, setting->suffix_base, &n) || n < setting->min || n > setting->max) {
+                char range[96], fmt[192];
                 sampling_setting_range((enum sampling_setting_id)id, range, sizeof(range));
                 snprintf(fmt, sizeof(fmt), "%%s=%%s: expected an integer %s%s", range,
-                         setting->suffixes ? " (k/m/g suffixes allowed)" : "");
+                         setting->suffix_base == 1024 ? " (k/m/g: powers of 1024)"
+                         : setting->suffix_base ? " (k/m/g: thousand, million, billion)" : "");
                 return fail(err, errlen, fmt, p, keylen, value, valuelen);
             }
             sampling_params_set(params, (enum sampling_setting_id)id, n);

@@ -43,7 +43,7 @@ struct sampling_setting {
     const char *name;
     uint64_t def, min, max;
     const char *unit;       /* " bytes", " frames" or "" */
-    bool suffixes;          /* k/m/g (powers of 1024) allowed in RUBY_GC_SAMPLING: byte counts only */
+    unsigned suffix_base;   /* RUBY_GC_SAMPLING's k/m/g: powers of 1024 for bytes, of 1000 for counts; 0: none */
 };
 
 extern const struct sampling_setting sampling_settings[SAMPLING_SETTINGS];
@@ -59,8 +59,9 @@ void sampling_setting_range(enum sampling_setting_id id, char *buf, size_t bufle
 bool sampling_params_parse(const char *text, struct sampling_params *params, char *err, size_t errlen);
 
 /* Parses an unsigned integer of len bytes, with an optional k/m/g suffix
- * (powers of 1024) when suffixes is true; false on anything else or overflow. */
-bool sampling_parse_size(const char *text, size_t len, bool suffixes, uint64_t *out);
+ * (base, base**2, base**3) unless base is 0; false on anything else or
+ * overflow. */
+bool sampling_parse_size(const char *text, size_t len, unsigned base, uint64_t *out);
 
 /* Expands %p (pid) and %% in an output path template into out; false when
  * it does not fit. */

@@ -120,7 +120,7 @@ pprof_build_body(VALUE arg)
         const struct site_ids *s = (const struct site_ids *)read_site(&b->read, site, pprof_convert, b);
         struct pprof_label labels[2];
         size_t nlabels = 0;
-        labels[nlabels++] = (struct pprof_label){ b->key_type, pprof_cstring(p, read_type_name(site->type)) };
+        labels[nlabels++] = (struct pprof_label){ b->key_type, pprof_cstring(p, read_type_name(site->kind.type)) };
         if (s->klass) labels[nlabels++] = (struct pprof_label){ b->key_class, s->klass };
         pprof_site_sample(b, s->ids, s->n, read_site_values(site, b->inuse), labels, nlabels);
     }

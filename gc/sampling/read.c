@@ -54,7 +54,7 @@ site_names_convert(VALUE arg)
     const struct sampling_names *names = sn->site->names;
     if (!names) {
         const struct sampling_stack *s = sn->site;
-        names = sn->made = sampling_names_of(s->frames, s->nframes, s->origin, s->klass);
+        names = sn->made = sampling_names_of(s->frames, s->nframes, s->kind.origin, s->klass);
         if (!names) rb_memerror();
     }
     return (VALUE)sn->convert(names, sn->arg);

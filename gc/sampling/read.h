@@ -42,10 +42,11 @@ void read_end(struct read *rd, void (*free_converted)(st_data_t));
  * reader next allocates. */
 const struct sampling_record *read_record(const struct read *rd, size_t index);
 
-/* Every site the read sees, oldest first. */
+/* Every site the read sees, oldest first: up to `newest` as it was at
+ * read_begin (sites made since, by the reader's own samples, come after). */
 #define READ_SITES_FOREACH(rd, s) \
-    for (const struct sampling_stack *s = sampler_records()->oldest, *s##_end = (rd)->newest ? (rd)->newest->newer : s; \
-         s && s != s##_end; s = s->newer)
+    for (const struct sampling_stack *s = (rd)->newest ? sampler_records()->oldest : NULL; s; \
+         s = s == (rd)->newest ? NULL : s->newer)
 
 /* The conversion of a site for this read, made once from its names
  * (records.h; made for the read if the site is not named) by convert. */

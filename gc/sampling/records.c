@@ -31,8 +31,7 @@ static bool
 site_equal(const struct sampling_stack *s, const struct sampling_sample_in *in)
 {
     return s->hash == in->hash && s->klass == in->klass && s->nframes == in->nframes &&
-        s->truncated == in->truncated && s->type == in->type && s->imemo_type == in->imemo_type &&
-        s->origin == in->origin && memcmp(s->frames, in->frames, in->nframes * sizeof(*in->frames)) == 0;
+        s->truncated == in->truncated && s->kind.word == in->kind.word && memcmp(s->frames, in->frames, in->nframes * sizeof(*in->frames)) == 0;
 }
 
 static void
@@ -92,12 +91,13 @@ table_remove(struct sampling_stack_table *t, struct sampling_stack *s)
     t->size--;
 }
 
-/* The references a stack holds, in order: its class, then each frame's
- * iseq and method entry (0: none). */
+/* The references a site holds, in order: its class, then, until it is
+ * named, each frame's iseq and method entry (0: none).  A named site
+ * keeps its class while the class lives (Sample#klass), nothing else. */
 static inline uint32_t
 stack_nrefs(const struct sampling_stack *s)
 {
-    return 1 + 2 * s->nframes;
+    return s->names ? 1 : 1 + 2 * s->nframes;
 }
 
 static inline uintptr_t
@@ -195,13 +195,9 @@ site_unuse(struct sampling_records *r, struct sampling_stack *s)
 static void
 site_free(struct sampling_records *r, struct sampling_stack *s)
 {
-    if (!s->names) {
-        table_remove(&r->stacks, s);
-        stack_drop_refs(r, s, stack_nrefs(s));
-    }
-    else if (s->names != &sampling_names_unknown) {
-        free(s->names);
-    }
+    if (!s->names) table_remove(&r->stacks, s);
+    stack_drop_refs(r, s, stack_nrefs(s));
+    if (s->names != &sampling_names_unknown) free(s->names);
     site_unlink(r, s);
     free(s);
 }
@@ -242,9 +238,7 @@ site_for(struct sampling_records *r, const struct sampling_sample_in *in)
     s->klass = in->klass;
     s->nframes = in->nframes;
     s->truncated = in->truncated;
-    s->type = in->type;
-    s->imemo_type = in->imemo_type;
-    s->origin = in->origin;
+    s->kind = in->kind;
     memcpy(s->frames, in->frames, in->nframes * sizeof(*in->frames));
     if (!stack_hold_refs(r, s)) {
         free(s);
@@ -483,14 +477,13 @@ sampling_records_update_references(struct sampling_records *r, sampling_location
 {
     for (size_t i = 0; i < r->nlive; i++) r->live[i].obj = location(r->live[i].obj, data);
     bool klass_moved = false;
-    for (size_t i = 0; i < r->stacks.capacity; i++) {
-        struct sampling_stack *s = r->stacks.slots[i];
-        if (!s) continue;
+    SAMPLING_SITES_FOREACH(r, s) {
         if (s->klass) {
             uintptr_t to = location(s->klass, data);
-            klass_moved |= to != s->klass;
+            klass_moved |= to != s->klass && !s->names;
             s->klass = to;
         }
+        if (s->names) continue;
         for (uint32_t j = 0; j < s->nframes; j++) {
             if (s->frames[j].iseq) s->frames[j].iseq = location(s->frames[j].iseq, data);
             if (s->frames[j].cme) s->frames[j].cme = location(s->frames[j].cme, data);
@@ -511,32 +504,54 @@ sampling_records_update_references(struct sampling_records *r, sampling_location
 }
 
 void
-sampling_records_check_refs(struct sampling_records *r, sampling_ref_dead_fn *dead, sampling_name_fn *name, void *data)
+sampling_records_check_refs(struct sampling_records *r, sampling_ref_state_fn *state, sampling_name_fn *name,
+                            void *data, bool major)
 {
     /* One look at each distinct reference; the sites only when one died
-     * (a class, or code that was unloaded or redefined: rare). */
+     * (a class, or code that was unloaded or redefined). */
     bool any = false;
     REFSET_FOREACH(&r->refs, e) {
-        if (dead(e->key, data)) {
+        if (!state(e->key, data)) {
             any = true;
             break;
         }
     }
     if (!any) return;
     SAMPLING_SITES_FOREACH(r, site) {
-        if (site->names) continue;
-        uint32_t i, n = stack_nrefs(site);
-        for (i = 0; i < n; i++) {
+        /* a minor GC frees no old object: a site whose references were
+         * all old at its last look cannot lose one now */
+        if (!major && site->refs_old) continue;
+        uint32_t n = stack_nrefs(site);
+        bool dead_klass = false, dead_frame = false, all_old = true;
+        for (uint32_t i = 0; i < n; i++) {
             uintptr_t ref = stack_ref(site, i);
-            if (ref && dead(ref, data)) break;
+            if (!ref) continue;
+            int st = state(ref, data);
+            if (st == 0) {
+                if (i == 0) dead_klass = true;
+                else dead_frame = true;
+            }
+            else if (st == 1) {
+                all_old = false;
+            }
         }
-        if (i == n) continue;
-        struct sampling_names *names = name(site, data);
-        site->names = names ? names : &sampling_names_unknown;
-        r->named++;
-        table_remove(&r->stacks, site);
-        stack_drop_refs(r, site, n);
-        site->klass = 0;
+        site->refs_old = all_old && !dead_klass && !dead_frame;
+        if ((dead_klass || dead_frame) && !site->names) {
+            /* as text from now on, out of the table (never matched again):
+             * drops its frames' references, keeps a live class */
+            struct sampling_names *names = name(site, data);
+            table_remove(&r->stacks, site);
+            for (uint32_t i = 1; i < n; i++) {
+                uintptr_t ref = stack_ref(site, i);
+                if (ref) refset_remove(&r->refs, ref);
+            }
+            site->names = names ? names : &sampling_names_unknown;
+            r->named++;
+        }
+        if (dead_klass) {
+            refset_remove(&r->refs, site->klass);
+            site->klass = 0;
+        }
     }
 }
 
@@ -570,6 +585,13 @@ live_drop(struct sampling_records *r, size_t pos)
     release_slot(r, index);
 }
 
+static int
+compare_seq(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 void
 sampling_records_set_max(struct sampling_records *r, size_t max)
 {
@@ -581,14 +603,23 @@ sampling_records_set_max(struct sampling_records *r, size_t max)
         release_slot(r, index);
         r->evicted++;
     }
-    while (sampling_records_count(r) > max) {
-        /* the oldest live record (lowest seq) */
-        size_t oldest = 0;
-        for (size_t i = 1; i < r->nlive; i++) {
-            if (r->items[r->live[i].record].seq < r->items[r->live[oldest].record].seq) oldest = i;
+    size_t excess = sampling_records_count(r) > max ? sampling_records_count(r) - max : 0;
+    if (excess) {
+        /* the oldest live records (lowest seq): sorted once */
+        struct { uint64_t seq; uint32_t record; } *order = malloc(r->nlive * sizeof(*order));
+        if (order) {
+            for (size_t i = 0; i < r->nlive; i++) {
+                order[i].seq = r->items[r->live[i].record].seq;
+                order[i].record = r->live[i].record;
+            }
+            qsort(order, r->nlive, sizeof(*order), compare_seq);
+            for (size_t i = 0; i < excess; i++) live_drop(r, r->items[order[i].record].live_pos);
+            free(order);
         }
-        live_drop(r, oldest);
-        r->dropped++;
+        else {
+            for (size_t i = 0; i < excess; i++) live_drop(r, r->nlive - 1);    /* no memory to sort: any of them */
+        }
+        r->dropped += excess;
     }
     while (r->nsites > max && site_fold_oldest_idle(r)) {}
 }
@@ -666,7 +697,6 @@ sampling_records_verify(const struct sampling_records *r)
         if (!s->names && s->hash != sampling_stack_hash(s->frames, s->nframes, s->truncated)) {
             err = "a site's hash is not the hash of its frames";
         }
-        if (s->names && s->klass) err = "a named site holds its class";
         if (sites > r->nsites) err = "more sites in the list than counted";
     }
     if (!err && sites != r->nsites) err = "site count is wrong";
@@ -685,11 +715,9 @@ sampling_records_verify(const struct sampling_records *r)
         for (const struct sampling_stack *s = r->oldest; s; s = s->newer) uses += s->refcount;
         if (uses != used) err = "site refcounts != records";
     }
-    /* every reference held is counted once per site in the table */
+    /* every reference held is counted once per site that holds it */
     struct refset expected = { 0 };
-    for (size_t i = 0; i < r->stacks.capacity; i++) {
-        const struct sampling_stack *s = r->stacks.slots[i];
-        if (!s) continue;
+    for (const struct sampling_stack *s = r->oldest; s; s = s->newer) {
         for (uint32_t j = 0; j < stack_nrefs(s); j++) {
             if (stack_ref(s, j)) refset_add(&expected, stack_ref(s, j));
         }

@@ -28,8 +28,8 @@
  * marking, sampling_records_check_refs asks which references died; every
  * site holding one is named (its frames and class as text, made before
  * the sweep) and leaves the table: it is never matched again, and shows
- * the names from then on.  `refs` counts the references of the sites in
- * the table, once per site.
+ * the names from then on; it keeps its class while the class lives.
+ * `refs` counts the references sites hold, once per site.
  *
  * Reads (r->reading > 0) see a fixed set: no record is evicted and no site
  * folded meanwhile; a sample that would need either is dropped as a
@@ -43,7 +43,7 @@
  *   used slots == nlive + dead records;  nlive + ndead + nfree == used high water
  *   a site's refcount == records that point to it;  idle list == sites with refcount 0
  *   every site is in the site list once (nsites);  the table holds exactly the unnamed ones
- *   refs counts == references held by sites in the table
+ *   refs counts == references held by sites
  *   a stored site's hash == sampling_stack_hash of its frames
  *   a stored site sits in the probe run from its home (hash and class)
  *
@@ -128,6 +128,19 @@ struct sampling_names {
 };
 extern struct sampling_names sampling_names_unknown;
 
+/* What was allocated at a site, and where an empty stack comes from:
+ * compared as one word when a sample looks for its site. */
+struct sampling_kind {
+    union {
+        struct {
+            uint16_t type;          /* T_xxx */
+            uint8_t imemo_type;     /* for T_IMEMO */
+            uint8_t origin;         /* enum sampling_origin */
+        };
+        uint32_t word;
+    };
+};
+
 /* A site: a stack, the class and the type of what was allocated there.
  * Stored once (found by the hash of the frames and the class), shared by
  * its records, and kept after its last record goes, for its totals: the
@@ -137,7 +150,7 @@ extern struct sampling_names sampling_names_unknown;
  * the text it shows) and leaves the table, holding no reference. */
 struct sampling_stack {
     uint64_t hash;          /* of the frames only */
-    uintptr_t klass;        /* 0: hidden object or internal (T_IMEMO), or named */
+    uintptr_t klass;        /* 0: hidden object or internal (T_IMEMO), or a class that died */
     struct sampling_names *names;   /* set once named; then frames are not read */
     struct sampling_stack *older, *newer;           /* every site, oldest first */
     struct sampling_stack *idle_older, *idle_newer; /* sites no record uses, oldest first */
@@ -145,10 +158,9 @@ struct sampling_stack {
     double alloc_objects;   /* estimated objects (every sample's weight / size) */
     uint32_t refcount;      /* records that use it */
     uint32_t nframes;
-    uint16_t type;          /* T_xxx */
-    uint8_t imemo_type;     /* for T_IMEMO */
-    uint8_t origin;         /* enum sampling_origin */
+    struct sampling_kind kind;
     bool truncated;         /* cut at depth */
+    bool refs_old;          /* every reference was old at the last look (check_refs) */
     struct sampling_frame frames[];
 };
 
@@ -159,7 +171,6 @@ struct sampling_sample {
     double weight;          /* estimated bytes this sample stands for */
     size_t allocated_gc;    /* GC count when allocated */
     uint32_t size;          /* slot bytes */
-    uint32_t ractor;        /* the allocating Ractor's cache (sampling.c numbers them) */
     uint8_t heap;           /* heap index */
 };
 
@@ -213,9 +224,7 @@ struct sampling_sample_in {
     uint64_t hash;                      /* sampling_stack_hash of the frames */
     uint32_t nframes;
     bool truncated;
-    uint8_t origin;
-    uint16_t type;
-    uint8_t imemo_type;
+    struct sampling_kind kind;
     struct sampling_sample sample;
 };
 
@@ -253,14 +262,18 @@ sampling_record_age(const struct sampling_record *rec, size_t gc_count)
     return last > rec->sample.allocated_gc ? last - rec->sample.allocated_gc : 0;
 }
 
-/* The end of a marking, after check_liveness: `dead` says whether a
- * reference (class, iseq, method entry) is unmarked, so dies in this
- * collection.  Every site holding one is named by `name` (NULL when
- * memory ran out: it then shows as unknown) and drops its references. */
-typedef bool sampling_ref_dead_fn(uintptr_t ref, void *data);
+/* The end of a marking, after check_liveness: `state` says of a
+ * reference (class, iseq, method entry) 0: unmarked, it dies in this
+ * collection; 1: marked; 2: marked and old.  Every site holding a dead
+ * one is named by `name` (NULL when memory ran out: it then shows as
+ * unknown) and drops its frames' references; it keeps its class while
+ * the class lives.  When nothing died it costs one look at each distinct
+ * reference; otherwise a look at each site's references, skipping in a
+ * minor marking (major false) the sites whose references were all old. */
+typedef int sampling_ref_state_fn(uintptr_t ref, void *data);
 typedef struct sampling_names *sampling_name_fn(const struct sampling_stack *site, void *data);
-void sampling_records_check_refs(struct sampling_records *r, sampling_ref_dead_fn *dead, sampling_name_fn *name,
-                                 void *data);
+void sampling_records_check_refs(struct sampling_records *r, sampling_ref_state_fn *state, sampling_name_fn *name,
+                                 void *data, bool major);
 
 /* Compaction moved objects: every held reference k becomes location(k). */
 typedef uintptr_t sampling_location_fn(uintptr_t ref, void *data);

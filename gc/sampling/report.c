@@ -73,8 +73,8 @@ totals_body(VALUE arg)
         VALUE pair = (VALUE)read_site(&t->read, site, totals_convert, NULL);
         st_data_t list;
         VALUE site_ages = st_lookup(ages, (st_data_t)site, &list) ? (VALUE)list : rb_ary_new();
-        rb_ary_push(rows, totals_row(RARRAY_AREF(pair, 0), RARRAY_AREF(pair, 1), read_type_symbol(site->type),
-                                     read_imemo_symbol(site->type, site->imemo_type), read_site_values(site, t->inuse), site_ages));
+        rb_ary_push(rows, totals_row(RARRAY_AREF(pair, 0), RARRAY_AREF(pair, 1), read_type_symbol(site->kind.type),
+                                     read_imemo_symbol(site->kind.type, site->kind.imemo_type), read_site_values(site, t->inuse), site_ages));
     }
     st_free_table(ages);
     RB_GC_GUARD(keep);

@@ -111,8 +111,8 @@ snapshot_body(VALUE arg)
         RB_OBJ_WRITE(sample, &v->klass, site->klass ? (VALUE)site->klass : Qnil);
         RB_OBJ_WRITE(sample, &v->frames, frames);
         v->sample = rec->sample;
-        v->type = site->type;
-        v->imemo_type = site->imemo_type;
+        v->type = site->kind.type;
+        v->imemo_type = site->kind.imemo_type;
         v->truncated = site->truncated;
         v->live = rec->live_pos != SAMPLING_NONE;
         v->freed_gc = rec->freed_gc;

@@ -97,8 +97,7 @@ static void sampling_update_references(void *objspace);
 /* Per Ractor cache: a sample point per heap, and the start it belongs to. */
 #define GC_HOOK_RACTOR_CACHE_FIELDS \
     struct sample_point sample_points[HEAP_COUNT]; \
-    uint64_t sampling_epoch; \
-    uint32_t sampling_ractor;   /* numbers the cache (so its Ractor) for records */
+    uint64_t sampling_epoch;
 #define GC_HOOK_NEWOBJ_PARAMS , VALUE klass, VALUE flags
 #define GC_HOOK_NEWOBJ_ARGS , klass, flags
 #define GC_HOOK_CACHE_SET_PAGE(objspace, cache, heap_idx, free_slots) \
@@ -160,12 +159,9 @@ rb_gc_impl_active_gc_name(void)
 void *
 rb_gc_impl_ractor_cache_alloc(void *objspace_ptr, void *ractor)
 {
-    static uint32_t caches;
     rb_objspace_t *objspace = objspace_ptr;
     if (!sampling_ractors && objspace->live_ractor_cache_count > 0) sampling_ractors = true;
-    rb_ractor_newobj_cache_t *cache = rb_gc_impl_ractor_cache_alloc_default(objspace_ptr, ractor);
-    cache->sampling_ractor = ++caches;
-    return cache;
+    return rb_gc_impl_ractor_cache_alloc_default(objspace_ptr, ractor);
 }
 
 static void sampler_after_fork(rb_objspace_t *objspace);
@@ -258,31 +254,25 @@ sampling_cache_clear(void *c, size_t heap_idx)
 /* Records a sample of obj (allocated, not yet initialised: klass and flags
  * are what newobj_init will write). */
 static void
-sampling_record(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache, VALUE obj, VALUE klass, VALUE flags,
-                size_t heap_idx, uint64_t points)
+sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, size_t heap_idx, uint64_t points)
 {
     size_t size = slot_bytes(heap_idx);
     sampler.samples[heap_idx]++;
     sampler.points[heap_idx] += points;
 
-    struct sampling_sample_in in = { 0 };
-    in.type = (uint16_t)(flags & RUBY_T_MASK);
-    in.obj = obj;
-    if (in.type == T_IMEMO) {
-        /* the class word of an imemo holds internal data, not a class */
-        in.imemo_type = (uint8_t)((flags >> FL_USHIFT) & 0x0f); /* IMEMO_MASK, internal/imemo.h */
-        in.klass = 0;
-    }
-    else {
-        in.klass = klass;
-    }
+    uint16_t type = (uint16_t)(flags & RUBY_T_MASK);
     struct sampling_capture capture = sampling_frames_capture(sampler.scratch, sampler.params.depth);
+    struct sampling_sample_in in;
+    in.obj = obj;
+    /* the class word of an imemo holds internal data, not a class */
+    in.klass = type == T_IMEMO ? 0 : klass;
+    in.frames = sampler.scratch;
+    in.hash = capture.hash;
     in.nframes = capture.nframes;
     in.truncated = capture.truncated;
-    in.origin = capture.origin;
-    in.hash = capture.hash;
-    in.sample.ractor = cache->sampling_ractor;
-    in.frames = sampler.scratch;
+    in.kind.type = type;
+    in.kind.imemo_type = type == T_IMEMO ? (uint8_t)((flags >> FL_USHIFT) & 0x0f) : 0; /* IMEMO_MASK, internal/imemo.h */
+    in.kind.origin = capture.origin;
     GC_ASSERT(in.hash == sampling_stack_hash(in.frames, in.nframes, in.truncated));
     in.sample.weight = sampler.config.mode == SAMPLING_MODE_FIXED ? (double)points * (double)sampler.config.interval
                                                                   : sampler.poisson_weight[heap_idx];
@@ -311,11 +301,13 @@ sampling_take(void *objspace_ptr, void *c, size_t heap_idx, VALUE klass, VALUE f
     MEMZERO((char *)obj, char, heap_slot_size(heap_idx));
 #endif
 
-    sampling_record(objspace, cache, obj, klass, flags, heap_idx, points);
+    sampling_record(objspace, obj, klass, flags, heap_idx, points);
     return obj;
 }
 
 
+/* For sampled objects and for the references sites hold (classes, iseqs,
+ * method entries: heap objects too): 0 unmarked, 1 marked, 2 marked old. */
 static int
 sampling_liveness(uintptr_t obj, void *data)
 {
@@ -335,16 +327,11 @@ records_verify(const char *when)
 #endif
 }
 
-static bool
-sampling_ref_dead(uintptr_t ref, void *objspace)
-{
-    return !RVALUE_MARKED((rb_objspace_t *)objspace, (VALUE)ref);
-}
 
 static struct sampling_names *
 sampling_name_site(const struct sampling_stack *site, void *objspace)
 {
-    return sampling_names_of(site->frames, site->nframes, site->origin, site->klass);
+    return sampling_names_of(site->frames, site->nframes, site->kind.origin, site->klass);
 }
 
 static void
@@ -359,7 +346,8 @@ sampling_marks_finished(void *objspace_ptr)
     /* Classes and code that die now: their sites are named while they can
      * still be read (nothing is swept before this returns). */
     if (sampler.records.refs.size) {
-        sampling_records_check_refs(&sampler.records, sampling_ref_dead, sampling_name_site, objspace);
+        sampling_records_check_refs(&sampler.records, sampling_liveness, sampling_name_site, objspace,
+                                    is_full_marking(objspace));
     }
     records_verify("marking");
 }
@@ -640,12 +628,12 @@ sampler_object(uint32_t index, uint64_t seq)
         /* Internal objects (imemo, hidden, singleton internals) are never
          * handed to Ruby code, as ObjectSpace.each_object skips them. */
         if (obj && rb_objspace_internal_object_p(obj)) obj = 0;
-        /* Nor is an object of another Ractor that is not shareable: only
-         * its own Ractor may touch it. */
-        if (obj && sampling_ractors) {
-            rb_ractor_newobj_cache_t *cache = rb_gc_get_ractor_newobj_cache();
-            if (sampler.records.items[index].sample.ractor != cache->sampling_ractor && !rb_ractor_shareable_p(obj)) obj = 0;
-        }
+        /* Nor, once a second Ractor was made, an object that is not
+         * shareable: it may belong to another Ractor (which one allocated
+         * it does not say: a message is copied by its sender), as
+         * ObjectSpace.each_object decides.  A flag test: finding out
+         * (rb_ractor_shareable_p) would walk and change the object. */
+        if (obj && sampling_ractors && !RB_OBJ_SHAREABLE_P(obj)) obj = 0;
     }
     rb_gc_vm_unlock(lev);
     return obj ? obj : Qnil;

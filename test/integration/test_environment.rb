@@ -13,9 +13,12 @@ class TestEnvironment < Minitest::Test
     assert_equal "[true, 65536, :fixed, 64, 5000]\n", out
   end
 
+  # bytes take k/m/g as powers of 1024, counts as thousands and millions
   def test_suffixes
     out, = run_ruby(PROBE, env: { "RUBY_GC_SAMPLING" => "interval=2m" })
     assert_equal "[true, 2097152, :poisson, 128, 100000]\n", out
+    out, = run_ruby(PROBE, env: { "RUBY_GC_SAMPLING" => "max_samples=95m,depth=1k" })
+    assert_equal "[true, 524288, :poisson, 1000, 95000000]\n", out
   end
 
   def test_boot_samples_are_taken
@@ -37,7 +40,8 @@ class TestEnvironment < Minitest::Test
 
   MALFORMED = ["", "interval", "interval=", "interval=0", "interval=abc", "interval=12q", "interval=99999999999999999999999",
                "mode=fast", "depth=0", "depth=5000", "colour=red", "interval=4k,", "seed=1k", "max_samples=0",
-               "interval=4k,,mode=fixed", "mode=fixed\xff".b, "max_samples=95m", "max_samples=1k", "depth=1k"].freeze
+               "interval=4k,,mode=fixed", "mode=fixed\xff".b, "max_samples=101m", "depth=5k", "seed=1k",
+               "out=/tmp/x.pb.gz,intervall=4k"].freeze
 
   def test_malformed_values
     MALFORMED.each do |value|

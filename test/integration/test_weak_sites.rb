@@ -36,9 +36,12 @@ class TestWeakSites < Minitest::Test
     io = StringIO.new
     Sampler.report(io, top: 1000)
     assert_includes io.string, name
-    s = Sampler.samples.find { |x| x.frames.any? { |f| f[2] == "make" } && x.type == :T_OBJECT && x.klass.nil? }
-    refute_nil s, "the sample of the dead class's object is still there, its class gone"
-    assert_equal "make", s.frames.first(2).map { |f| f[2] }.find { |l| l == "make" }
+    samples = Sampler.samples
+    refute_nil samples.find { |x| x.type == :T_OBJECT && x.klass.nil? && x.frames.first[2] == "Class#new" },
+               "the sample of the dead class's instance is still there, its class gone"
+    made = samples.find { |x| x.frames.any? { |f| f[2] == "make" } && x.type == :T_OBJECT }
+    refute_nil made, "the site inside the dead class's method is named"
+    assert_equal Object, made.klass, "and keeps its class, which lives"
   end
 
   # Code that is dropped (an eval'd method, redefined) dies too; the

@@ -36,13 +36,23 @@ liveness(uintptr_t obj, void *data)
     return rnd(4) == 0 ? 2 : 1;
 }
 
-/* references die when (ref / 8 + ref_epoch) % 13 == 0 */
+/* references die when (ref / 8 + ref_epoch) % 13 == 0, those with
+ * (ref / 8) % 3 == 0 are old and die only in a major marking (the
+ * streams move references by multiples of 24, keeping their age) */
 static uintptr_t ref_epoch;
+static bool ref_major;
 static bool
 ref_dead(uintptr_t ref, void *data)
 {
     (void)data;
-    return (ref / 8 + ref_epoch) % 13 == 0;
+    return (ref / 8 + ref_epoch) % 13 == 0 && (ref_major || (ref / 8) % 3 != 0);
+}
+
+static int
+ref_state(uintptr_t ref, void *data)
+{
+    if (ref_dead(ref, data)) return 0;
+    return (ref / 8) % 3 == 0 ? 2 : 1;
 }
 
 static int named;
@@ -95,7 +105,7 @@ sample_in(struct sampling_sample_in *in, struct sampling_frame *frames, uintptr_
     in->hash = sampling_stack_hash(frames, in->nframes, in->truncated);
     in->sample.weight = 40.0 * (double)(1 + rnd(100));
     in->sample.size = 40;
-    in->type = (uint16_t)rnd(3);
+    in->kind.type = (uint16_t)rnd(3);
 }
 
 static void
@@ -119,9 +129,22 @@ test_random_streams(void)
             struct sampling_sample_in in;
             switch (rnd(14)) {
               case 0: die_percent = (int)rnd(60); sampling_records_check_liveness(&r, liveness, NULL, (size_t)op, rnd(2)); break;
-              case 1: shift = 8 * (1 + rnd(1000)); sampling_records_update_references(&r, moved, NULL); base += shift; break;
+              case 1: shift = 24 * (1 + rnd(333)); sampling_records_update_references(&r, moved, NULL); base += shift; break;
               case 2: if (rnd(20) == 0) { sampling_records_clear(&r); added = 0; cleared_while_reading = r.reading; } break;
-              case 3: ref_epoch = rnd(1000); sampling_records_check_refs(&r, ref_dead, name_site, NULL); break;
+              case 3:
+                ref_epoch = rnd(1000);
+                ref_major = rnd(2);
+                sampling_records_check_refs(&r, ref_state, name_site, NULL, ref_major);
+                /* no site holds a reference that died */
+                for (const struct sampling_stack *site = r.oldest; site && ok; site = site->newer) {
+                    bool held_dead = site->klass && ref_dead(site->klass, NULL);
+                    for (uint32_t i = 0; !site->names && i < site->nframes; i++) {
+                        held_dead |= (site->frames[i].iseq && ref_dead(site->frames[i].iseq, NULL)) ||
+                                     (site->frames[i].cme && ref_dead(site->frames[i].cme, NULL));
+                    }
+                    if (held_dead) { CHECK(0, "seed %llu op %d: a site holds a dead reference", (unsigned long long)seed, op); ok = 0; }
+                }
+                break;
               case 4: if (!r.reading && rnd(10) == 0) { sampling_records_after_fork(&r); added = 0; } break;
               case 5: if (!r.reading && rnd(5) == 0) sampling_records_set_max(&r, 1 + rnd(300)); break;
               case 6:
@@ -369,10 +392,11 @@ test_totals_and_weak_refs(void)
 
     /* class 3000 dies: the two sites that hold it are named and leave the table */
     ref_epoch = 13 - (3000 / 8) % 13;
+    ref_major = true;
     CHECK(ref_dead(3000, NULL) && !ref_dead(1000, NULL) && !ref_dead(1016, NULL), "only the class dies");
     sampling_rng_seed(&rng, 1);  /* name_site's "no memory" draw: not on the first call */
     named = 0;
-    sampling_records_check_refs(&r, ref_dead, name_site, NULL);
+    sampling_records_check_refs(&r, ref_state, name_site, NULL, true);
     CHECK(named == 3 && r.stacks.size == 0 && r.refs.size == 0 && r.nsites == 3,
           "every site held the class: named (%d), out of the table, no references held", named);
     struct sampling_sample_in in = { .obj = 8 * 2000, .klass = 3000, .frames = f[0], .nframes = 1, .sample = { .size = 40, .weight = 40 } };
@@ -381,6 +405,32 @@ test_totals_and_weak_refs(void)
     CHECK(i != SAMPLING_NONE && !r.items[i].stack->names && r.items[i].stack->alloc_space == 40 && r.nsites == 4,
           "a new class at the dead one's address: a new site");
     CHECK(sampling_records_verify(&r) == NULL, "invariants: %s", sampling_records_verify(&r));
+
+    /* the frame 1016 dies, its class lives: the site is named but keeps
+     * its class, which compaction still follows, until it dies too */
+    struct sampling_records r2;
+    sampling_records_init(&r2, 100);
+    struct sampling_frame g[1] = { { 1016, 0, 3 } };
+    struct sampling_sample_in gin = { .obj = 8 * 2001, .klass = 40000, .frames = g, .nframes = 1,
+                                      .sample = { .size = 40, .weight = 40 } };
+    gin.hash = sampling_stack_hash(g, 1, false);
+    uint32_t gi = sampling_records_add(&r2, &gin);
+    CHECK(gi != SAMPLING_NONE, "a site of class 40000");
+    struct sampling_stack *gs = r2.items[gi].stack;
+    ref_epoch = 13 - (1016 / 8) % 13;
+    CHECK(ref_dead(1016, NULL) && !ref_dead(40000, NULL), "only the frame dies");
+    sampling_records_check_refs(&r2, ref_state, name_site, NULL, true);
+    CHECK(gs->names && gs->klass == 40000 && refset_count(&r2.refs, 40000) == 1 && refset_count(&r2.refs, 1016) == 0,
+          "named, keeps its live class");
+    shift = 8;
+    sampling_records_update_references(&r2, moved, NULL);
+    CHECK(gs->klass == 40008 && refset_count(&r2.refs, 40008) == 1, "compaction moves a named site's class");
+    ref_epoch = 13 - (40008 / 8) % 13;
+    sampling_records_check_refs(&r2, ref_state, name_site, NULL, true);
+    CHECK(gs->klass == 0 && r2.refs.size == 0, "then its class dies");
+    CHECK(sampling_records_verify(&r2) == NULL, "invariants: %s", sampling_records_verify(&r2));
+
+    sampling_records_free(&r2);
 
     /* a fork: totals from zero, dead records gone, live ones kept */
     size_t live = r.nlive;
