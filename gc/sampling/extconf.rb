@@ -12,7 +12,7 @@ have_header("zlib.h") && have_library("z", "deflateInit2_")
 # sampler's own assertions in this library only.
 $defs << "-DRGENGC_CHECK_MODE=1" << "-DSAMPLING_CHECKS=1" if ENV["SAMPLING_GC_CHECKS"] == "1"
 
-# sample_point.c, gap.c, refset.c and records.c are compiled inside
+# sample_point.c, gap.c, refset.c, sites.c and records.c are compiled inside
 # sampling.c (see there); they stay separate files for the unit tests.
 $objs = %w[sampling.o frames.o api.o read.o sample.o profile.o report.o config.o pprof.o]
 

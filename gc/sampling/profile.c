@@ -104,11 +104,11 @@ pprof_build_body(VALUE arg)
              params->mode == SAMPLING_MODE_FIXED ? "fixed" : "poisson",
              (unsigned long long)params->interval, params->depth);
     pprof_comment(p, comment);
-    if (r->evicted || r->dropped || r->folded) {
+    if (r->evicted || r->dropped || r->sites.folded) {
         /* totals stay exact; in-use covers the records kept */
         snprintf(comment, sizeof(comment), "records evicted: %llu, dropped: %llu; sites folded into "
                  READ_OTHER_SITES ": %llu (alloc totals are exact; inuse covers the records kept)",
-                 (unsigned long long)r->evicted, (unsigned long long)r->dropped, (unsigned long long)r->folded);
+                 (unsigned long long)r->evicted, (unsigned long long)r->dropped, (unsigned long long)r->sites.folded);
         pprof_comment(p, comment);
     }
     struct timespec ts;
@@ -124,9 +124,9 @@ pprof_build_body(VALUE arg)
         if (s->klass) labels[nlabels++] = (struct pprof_label){ b->key_class, s->klass };
         pprof_site_sample(b, s->ids, s->n, read_site_values(site, b->inuse), labels, nlabels);
     }
-    if (r->other_space > 0) {
+    if (r->sites.other_space > 0) {
         uint64_t id = synthetic_location(p, READ_OTHER_SITES);
-        struct site_values sv = { r->other_space, r->other_objects, 0, 0 };
+        struct site_values sv = { r->sites.other_space, r->sites.other_objects, 0, 0 };
         pprof_site_sample(b, &id, 1, sv, NULL, 0);
     }
     if (!pprof_finish(p, true, &b->bytes, &b->len)) rb_memerror();

@@ -11,7 +11,7 @@ void
 read_begin(struct read *rd)
 {
     rd->limit = sampler_read_begin(&rd->lev);
-    rd->newest = sampler_records()->newest;
+    rd->newest = sampler_records()->sites.newest;
     rd->reading = true;
 }
 

@@ -45,7 +45,7 @@ const struct sampling_record *read_record(const struct read *rd, size_t index);
 /* Every site the read sees, oldest first: up to `newest` as it was at
  * read_begin (sites made since, by the reader's own samples, come after). */
 #define READ_SITES_FOREACH(rd, s) \
-    for (const struct sampling_stack *s = (rd)->newest ? sampler_records()->oldest : NULL; s; \
+    for (const struct sampling_stack *s = (rd)->newest ? sampler_records()->sites.oldest : NULL; s; \
          s = s == (rd)->newest ? NULL : s->newer)
 
 /* The conversion of a site for this read, made once from its names

@@ -5,251 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- stacks ---- */
-
-uint64_t
-sampling_stack_hash(const struct sampling_frame *frames, uint32_t nframes, bool truncated)
-{
-    uint64_t h = SAMPLING_HASH_START;
-    for (uint32_t i = 0; i < nframes; i++) h = sampling_hash_pc(h, frames[i].pc);
-    return sampling_hash_end(h, nframes, truncated);
-}
-
-/* A stack's home slot in the table: its hash with its class mixed in, so
- * that a place allocating many classes (dup, Marshal.load, a factory)
- * spreads them over the table instead of one run of slots.  The class
- * moves under compaction, the hash does not: compaction rebuilds the
- * table when a class moved. */
-static inline size_t
-stack_home(uint64_t hash, uintptr_t klass, size_t mask)
-{
-    uint64_t h = hash ^ ((uint64_t)klass * UINT64_C(0x9e3779b97f4a7c15));
-    return (size_t)(h ^ (h >> 29)) & mask;
-}
-
-static bool
-site_equal(const struct sampling_stack *s, const struct sampling_sample_in *in)
-{
-    return s->hash == in->hash && s->klass == in->klass && s->nframes == in->nframes &&
-        s->truncated == in->truncated && s->kind.word == in->kind.word && memcmp(s->frames, in->frames, in->nframes * sizeof(*in->frames)) == 0;
-}
-
-static void
-table_insert(struct sampling_stack_table *t, struct sampling_stack *s)
-{
-    size_t mask = t->capacity - 1;
-    size_t i = stack_home(s->hash, s->klass, mask);
-    while (t->slots[i]) i = (i + 1) & mask;
-    t->slots[i] = s;
-    t->size++;
-}
-
-static bool
-table_grow(struct sampling_stack_table *t)
-{
-    struct sampling_stack_table bigger = { 0 };
-    bigger.capacity = t->capacity ? t->capacity * 2 : 256;
-    bigger.slots = calloc(bigger.capacity, sizeof(*bigger.slots));
-    if (!bigger.slots) return false;
-    for (size_t i = 0; i < t->capacity; i++) if (t->slots[i]) table_insert(&bigger, t->slots[i]);
-    free(t->slots);
-    *t = bigger;
-    return true;
-}
-
-/* The slot holding s, or SIZE_MAX: its probe run from home, to the first
- * empty slot. */
-static size_t
-table_slot_of(const struct sampling_stack_table *t, const struct sampling_stack *s)
-{
-    if (!t->capacity) return SIZE_MAX;
-    size_t mask = t->capacity - 1;
-    for (size_t i = stack_home(s->hash, s->klass, mask); t->slots[i]; i = (i + 1) & mask) {
-        if (t->slots[i] == s) return i;
-    }
-    return SIZE_MAX;
-}
-
-static void
-table_remove(struct sampling_stack_table *t, struct sampling_stack *s)
-{
-    size_t mask = t->capacity - 1;
-    size_t hole = table_slot_of(t, s);
-    SAMPLING_ASSERT(hole != SIZE_MAX);  /* every stored site is in its run (sampling_records_verify) */
-    if (hole == SIZE_MAX) return;
-    /* backward-shift deletion, as in refset.c */
-    for (size_t i = hole;;) {
-        i = (i + 1) & mask;
-        struct sampling_stack *next = t->slots[i];
-        if (!next) break;
-        size_t home = stack_home(next->hash, next->klass, mask);
-        if (probe_entry_stays(hole, i, home)) continue;
-        t->slots[hole] = next;
-        hole = i;
-    }
-    t->slots[hole] = NULL;
-    t->size--;
-}
-
-/* The references a site holds, in order: its class, then, until it is
- * named, each frame's iseq and method entry (0: none).  A named site
- * keeps its class while the class lives (Sample#klass), nothing else. */
-static inline uint32_t
-stack_nrefs(const struct sampling_stack *s)
-{
-    return s->names ? 1 : 1 + 2 * s->nframes;
-}
-
-static inline uintptr_t
-stack_ref(const struct sampling_stack *s, uint32_t i)
-{
-    if (i == 0) return s->klass;
-    const struct sampling_frame *f = &s->frames[(i - 1) / 2];
-    return (i - 1) % 2 ? f->cme : f->iseq;
-}
-
-/* Lets go of the first n references of s. */
-static void
-stack_drop_refs(struct sampling_records *r, const struct sampling_stack *s, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++) {
-        uintptr_t ref = stack_ref(s, i);
-        if (ref) refset_remove(&r->refs, ref);
-    }
-}
-
-/* Holds every reference of s, or (out of memory) none. */
-static bool
-stack_hold_refs(struct sampling_records *r, const struct sampling_stack *s)
-{
-    for (uint32_t i = 0; i < stack_nrefs(s); i++) {
-        uintptr_t ref = stack_ref(s, i);
-        if (ref && !refset_add(&r->refs, ref)) {
-            stack_drop_refs(r, s, i);
-            return false;
-        }
-    }
-    return true;
-}
-
-/* A named site whose text could not be made (no memory): it shows as
- * unknown. */
-struct sampling_names sampling_names_unknown = { NULL, 0 };
-
-/* ---- the site list and the idle list ---- */
-
-static void
-site_link(struct sampling_records *r, struct sampling_stack *s)
-{
-    s->older = r->newest;
-    s->newer = NULL;
-    if (r->newest) r->newest->newer = s;
-    else r->oldest = s;
-    r->newest = s;
-    r->nsites++;
-}
-
-static void
-site_unlink(struct sampling_records *r, struct sampling_stack *s)
-{
-    if (s->older) s->older->newer = s->newer;
-    else r->oldest = s->newer;
-    if (s->newer) s->newer->older = s->older;
-    else r->newest = s->older;
-    r->nsites--;
-}
-
-static void
-idle_link(struct sampling_records *r, struct sampling_stack *s)
-{
-    s->idle_older = r->idle_newest;
-    s->idle_newer = NULL;
-    if (r->idle_newest) r->idle_newest->idle_newer = s;
-    else r->idle_oldest = s;
-    r->idle_newest = s;
-}
-
-static void
-idle_unlink(struct sampling_records *r, struct sampling_stack *s)
-{
-    if (s->idle_older) s->idle_older->idle_newer = s->idle_newer;
-    else r->idle_oldest = s->idle_newer;
-    if (s->idle_newer) s->idle_newer->idle_older = s->idle_older;
-    else r->idle_newest = s->idle_older;
-}
-
-/* A record takes the site / lets it go: a site no record uses is idle. */
-static inline void
-site_use(struct sampling_records *r, struct sampling_stack *s)
-{
-    if (s->refcount++ == 0) idle_unlink(r, s);
-}
-
-static inline void
-site_unuse(struct sampling_records *r, struct sampling_stack *s)
-{
-    SAMPLING_ASSERT(s->refcount > 0);
-    if (--s->refcount == 0) idle_link(r, s);
-}
-
-static void
-site_free(struct sampling_records *r, struct sampling_stack *s)
-{
-    if (!s->names) table_remove(&r->stacks, s);
-    stack_drop_refs(r, s, stack_nrefs(s));
-    if (s->names != &sampling_names_unknown) free(s->names);
-    site_unlink(r, s);
-    free(s);
-}
-
-/* Folds the oldest idle site's totals into other_* and frees it (to stay
- * within max sites).  False when there is none, or a read is on. */
-static bool
-site_fold_oldest_idle(struct sampling_records *r)
-{
-    struct sampling_stack *s = r->idle_oldest;
-    if (!s || r->reading) return false;
-    r->other_space += s->alloc_space;
-    r->other_objects += s->alloc_objects;
-    r->folded++;
-    idle_unlink(r, s);
-    site_free(r, s);
-    return true;
-}
-
-/* The site of a sample, stored now if new (idle, no record yet); NULL
- * when it would pass max sites and none can be folded, or without memory. */
-static struct sampling_stack *
-site_for(struct sampling_records *r, const struct sampling_sample_in *in)
-{
-    struct sampling_stack_table *t = &r->stacks;
-    if (t->capacity) {
-        size_t mask = t->capacity - 1;
-        for (size_t i = stack_home(in->hash, in->klass, mask); t->slots[i]; i = (i + 1) & mask) {
-            if (site_equal(t->slots[i], in)) return t->slots[i];
-        }
-    }
-    if (r->nsites >= r->max && !site_fold_oldest_idle(r)) return NULL;
-    if ((t->size + 1) * 2 > t->capacity && !table_grow(t)) return NULL;
-    struct sampling_stack *s = malloc(sizeof(*s) + in->nframes * sizeof(*in->frames));
-    if (!s) return NULL;
-    memset(s, 0, sizeof(*s));
-    s->hash = in->hash;
-    s->klass = in->klass;
-    s->nframes = in->nframes;
-    s->truncated = in->truncated;
-    s->kind = in->kind;
-    memcpy(s->frames, in->frames, in->nframes * sizeof(*in->frames));
-    if (!stack_hold_refs(r, s)) {
-        free(s);
-        return NULL;
-    }
-    table_insert(t, s);
-    site_link(r, s);
-    idle_link(r, s);
-    return s;
-}
-
 /* ---- records ---- */
 
 void
@@ -257,6 +12,7 @@ sampling_records_init(struct sampling_records *r, size_t max)
 {
     memset(r, 0, sizeof(*r));
     r->max = max;
+    r->sites.max = max;
     r->next_seq = 1;
 }
 
@@ -343,7 +99,7 @@ static void
 release_slot(struct sampling_records *r, uint32_t index)
 {
     struct sampling_record *rec = &r->items[index];
-    site_unuse(r, rec->stack);
+    sampling_site_unuse(&r->sites, rec->stack);
     rec->seq = 0;
     r->free_slots[r->nfree++] = index;
 }
@@ -384,21 +140,13 @@ sampling_records_add(struct sampling_records *r, const struct sampling_sample_in
 {
     /* the slot first: an eviction may leave a site idle, to fold */
     uint32_t index = take_slot(r);
-    struct sampling_stack *stack = site_for(r, in);
-    double weight = in->sample.weight, objects = weight / in->sample.size;
-    if (stack) {
-        stack->alloc_space += weight;
-        stack->alloc_objects += objects;
-    }
-    else {
-        r->other_space += weight;
-        r->other_objects += objects;
-    }
+    struct sampling_stack *stack = sampling_sites_find(&r->sites, &in->site, !r->reading);
+    sampling_sites_count(&r->sites, stack, in->sample.weight, in->sample.weight / in->sample.size);
     if (index == SAMPLING_NONE) goto dropped;
     if (!stack) goto give_back;
 
     struct sampling_record *rec = &r->items[index];
-    site_use(r, stack);
+    sampling_site_use(&r->sites, stack);
     rec->seq = r->next_seq++;
     rec->stack = stack;
     rec->sample = in->sample;
@@ -476,91 +224,14 @@ void
 sampling_records_update_references(struct sampling_records *r, sampling_location_fn *location, void *data)
 {
     for (size_t i = 0; i < r->nlive; i++) r->live[i].obj = location(r->live[i].obj, data);
-    bool klass_moved = false;
-    SAMPLING_SITES_FOREACH(r, s) {
-        if (s->klass) {
-            uintptr_t to = location(s->klass, data);
-            klass_moved |= to != s->klass && !s->names;
-            s->klass = to;
-        }
-        if (s->names) continue;
-        for (uint32_t j = 0; j < s->nframes; j++) {
-            if (s->frames[j].iseq) s->frames[j].iseq = location(s->frames[j].iseq, data);
-            if (s->frames[j].cme) s->frames[j].cme = location(s->frames[j].cme, data);
-        }
-    }
-    /* Hashes read pcs, which do not move; homes mix in the class, which
-     * may have.  Then the table is rebuilt in place from the site list,
-     * needing no memory. */
-    if (klass_moved) {
-        struct sampling_stack_table *t = &r->stacks;
-        memset(t->slots, 0, t->capacity * sizeof(*t->slots));
-        t->size = 0;
-        SAMPLING_SITES_FOREACH(r, site) {
-            if (!site->names) table_insert(t, site);
-        }
-    }
-    refset_rekey(&r->refs, location, data);
-}
-
-void
-sampling_records_check_refs(struct sampling_records *r, sampling_ref_state_fn *state, sampling_name_fn *name,
-                            void *data, bool major)
-{
-    /* One look at each distinct reference; the sites only when one died
-     * (a class, or code that was unloaded or redefined). */
-    bool any = false;
-    REFSET_FOREACH(&r->refs, e) {
-        if (!state(e->key, data)) {
-            any = true;
-            break;
-        }
-    }
-    if (!any) return;
-    SAMPLING_SITES_FOREACH(r, site) {
-        /* a minor GC frees no old object: a site whose references were
-         * all old at its last look cannot lose one now */
-        if (!major && site->refs_old) continue;
-        uint32_t n = stack_nrefs(site);
-        bool dead_klass = false, dead_frame = false, all_old = true;
-        for (uint32_t i = 0; i < n; i++) {
-            uintptr_t ref = stack_ref(site, i);
-            if (!ref) continue;
-            int st = state(ref, data);
-            if (st == 0) {
-                if (i == 0) dead_klass = true;
-                else dead_frame = true;
-            }
-            else if (st == 1) {
-                all_old = false;
-            }
-        }
-        site->refs_old = all_old && !dead_klass && !dead_frame;
-        if ((dead_klass || dead_frame) && !site->names) {
-            /* as text from now on, out of the table (never matched again):
-             * drops its frames' references, keeps a live class */
-            struct sampling_names *names = name(site, data);
-            table_remove(&r->stacks, site);
-            for (uint32_t i = 1; i < n; i++) {
-                uintptr_t ref = stack_ref(site, i);
-                if (ref) refset_remove(&r->refs, ref);
-            }
-            site->names = names ? names : &sampling_names_unknown;
-            r->named++;
-        }
-        if (dead_klass) {
-            refset_remove(&r->refs, site->klass);
-            site->klass = 0;
-        }
-    }
+    sampling_sites_update_references(&r->sites, location, data);
 }
 
 void
 sampling_records_after_fork(struct sampling_records *r)
 {
-    SAMPLING_SITES_FOREACH(r, site) site->alloc_space = site->alloc_objects = 0;
-    r->other_space = r->other_objects = 0;
-    r->folded = r->dropped = r->evicted = 0;
+    sampling_sites_reset_totals(&r->sites);
+    r->dropped = r->evicted = 0;
     while (r->ndead) {
         uint32_t index = r->dead[r->dead_head];
         r->dead_head = dead_at(r, 1);
@@ -621,7 +292,8 @@ sampling_records_set_max(struct sampling_records *r, size_t max)
         }
         r->dropped += excess;
     }
-    while (r->nsites > max && site_fold_oldest_idle(r)) {}
+    r->sites.max = max;
+    sampling_sites_fold_to(&r->sites, max);
 }
 
 uintptr_t
@@ -649,17 +321,11 @@ sampling_records_clear(struct sampling_records *r)
 void
 sampling_records_free(struct sampling_records *r)
 {
-    for (struct sampling_stack *s = r->oldest, *next; s; s = next) {
-        next = s->newer;
-        if (s->names != &sampling_names_unknown) free(s->names);
-        free(s);
-    }
-    free(r->stacks.slots);
+    sampling_sites_free(&r->sites);
     free(r->items);
     free(r->free_slots);
     free(r->dead);
     free(r->live);
-    refset_free(&r->refs);
     memset(r, 0, sizeof(*r));
 }
 
@@ -685,47 +351,5 @@ sampling_records_verify(const struct sampling_records *r)
         uint32_t index = r->dead[dead_at(r, i)];
         if (!r->items[index].seq || r->items[index].live_pos != SAMPLING_NONE) return "dead queue holds a live or unused slot";
     }
-    /* sites: the list, the idle list, refcounts, the table, the references */
-    size_t sites = 0, idle = 0, in_table = 0;
-    const char *err = NULL;
-    for (const struct sampling_stack *s = r->oldest; s && !err; s = s->newer) {
-        sites++;
-        if (s->newer ? s->newer->older != s : r->newest != s) err = "the site list is broken";
-        if (s->refcount == 0) idle++;
-        if (!s->names) in_table++;
-        if (!s->names && table_slot_of(&r->stacks, s) == SIZE_MAX) err = "a site is not in its probe run";
-        if (!s->names && s->hash != sampling_stack_hash(s->frames, s->nframes, s->truncated)) {
-            err = "a site's hash is not the hash of its frames";
-        }
-        if (sites > r->nsites) err = "more sites in the list than counted";
-    }
-    if (!err && sites != r->nsites) err = "site count is wrong";
-    if (!err && in_table != r->stacks.size) err = "the table does not hold exactly the unnamed sites";
-    size_t idle_listed = 0;
-    for (const struct sampling_stack *s = r->idle_oldest; s && !err; s = s->idle_newer) {
-        idle_listed++;
-        if (s->refcount) err = "a used site is on the idle list";
-        if (s->idle_newer ? s->idle_newer->idle_older != s : r->idle_newest != s) err = "the idle list is broken";
-        if (idle_listed > sites) err = "the idle list loops";
-    }
-    if (!err && idle_listed != idle) err = "idle sites != the idle list";
-    if (!err) {
-        /* refcount == records pointing to the site: count them down */
-        size_t uses = 0;
-        for (const struct sampling_stack *s = r->oldest; s; s = s->newer) uses += s->refcount;
-        if (uses != used) err = "site refcounts != records";
-    }
-    /* every reference held is counted once per site that holds it */
-    struct refset expected = { 0 };
-    for (const struct sampling_stack *s = r->oldest; s; s = s->newer) {
-        for (uint32_t j = 0; j < stack_nrefs(s); j++) {
-            if (stack_ref(s, j)) refset_add(&expected, stack_ref(s, j));
-        }
-    }
-    if (!err && expected.size != r->refs.size) err = "refs hold a different set";
-    REFSET_FOREACH(&expected, e) {
-        if (!err && refset_count(&r->refs, e->key) != e->count) err = "a reference is miscounted";
-    }
-    refset_free(&expected);
-    return err;
+    return sampling_sites_verify(&r->sites, used);
 }

@@ -8,7 +8,8 @@
  *
  *   sample_point.c  where the next sample falls; cutting and rejoining lists
  *   gap.c           gaps between points (poisson / fixed) and weights
- *   records.c       records, shared stacks, the references they hold
+ *   records.c       records: liveness, eviction, the bound
+ *   sites.c         sites (stack, class, type): totals, weak references
  *   frames.c        capturing and reading stacks (caller_locations rules)
  *   api.c           ObjectSpace::AllocationSampler and RUBY_GC_SAMPLING;
  *                   read.c, sample.c, profile.c, report.c read it from Ruby
@@ -69,6 +70,7 @@
 #include "sample_point.c"
 #include "gap.c"
 #include "refset.c"
+#include "sites.c"
 #include "records.c"
 #pragma GCC visibility pop
 
@@ -265,15 +267,15 @@ sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, si
     struct sampling_sample_in in;
     in.obj = obj;
     /* the class word of an imemo holds internal data, not a class */
-    in.klass = type == T_IMEMO ? 0 : klass;
-    in.frames = sampler.scratch;
-    in.hash = capture.hash;
-    in.nframes = capture.nframes;
-    in.truncated = capture.truncated;
-    in.kind.type = type;
-    in.kind.imemo_type = type == T_IMEMO ? (uint8_t)((flags >> FL_USHIFT) & 0x0f) : 0; /* IMEMO_MASK, internal/imemo.h */
-    in.kind.origin = capture.origin;
-    GC_ASSERT(in.hash == sampling_stack_hash(in.frames, in.nframes, in.truncated));
+    in.site.klass = type == T_IMEMO ? 0 : klass;
+    in.site.frames = sampler.scratch;
+    in.site.hash = capture.hash;
+    in.site.nframes = capture.nframes;
+    in.site.truncated = capture.truncated;
+    in.site.kind.type = type;
+    in.site.kind.imemo_type = type == T_IMEMO ? (uint8_t)((flags >> FL_USHIFT) & 0x0f) : 0; /* IMEMO_MASK, internal/imemo.h */
+    in.site.kind.origin = capture.origin;
+    GC_ASSERT(in.site.hash == sampling_stack_hash(in.site.frames, in.site.nframes, in.site.truncated));
     in.sample.weight = sampler.config.mode == SAMPLING_MODE_FIXED ? (double)points * (double)sampler.config.interval
                                                                   : sampler.poisson_weight[heap_idx];
     in.sample.allocated_gc = objspace->profile.count;
@@ -345,7 +347,7 @@ sampling_marks_finished(void *objspace_ptr)
     }
     /* Classes and code that die now: their sites are named while they can
      * still be read (nothing is swept before this returns). */
-    if (sampler.records.refs.size) {
+    if (sampler.records.sites.refs.size) {
         sampling_records_check_refs(&sampler.records, sampling_liveness, sampling_name_site, objspace,
                                     is_full_marking(objspace));
     }
@@ -554,9 +556,9 @@ sampler_get_stats(struct sampler_stats *stats)
         stats->dropped = sampler.records.dropped;
         stats->evicted = sampler.records.evicted;
         stats->records = sampling_records_count(&sampler.records);
-        stats->sites = sampler.records.nsites;
-        stats->folded = sampler.records.folded;
-        stats->named = sampler.records.named;
+        stats->sites = sampler.records.sites.count;
+        stats->folded = sampler.records.sites.folded;
+        stats->named = sampler.records.sites.named;
         stats->nheaps = HEAP_COUNT;
         for (size_t i = 0; i < HEAP_COUNT; i++) {
             struct sampler_heap_stats *h = &stats->per_heap[i];

@@ -44,6 +44,25 @@ class TestWeakSites < Minitest::Test
     assert_equal Object, made.klass, "and keeps its class, which lives"
   end
 
+  # Code that is dropped (eval'd methods, redefined) dies as it would
+  # without sampling: the sites do not keep its iseqs.
+  def test_dropped_code_dies
+    code = <<~'RUBY'
+      require "objspace"
+      GC.start
+      before = ObjectSpace.count_imemo_objects[:imemo_iseq]
+      500.times { |i| eval("def weak_m#{i} = Object.new; weak_m#{i}") }
+      500.times { |i| eval("def weak_m#{i} = nil") }
+      4.times { GC.start }
+      print ObjectSpace.count_imemo_objects[:imemo_iseq] - before
+    RUBY
+    plain, err, status = run_ruby(code)
+    assert status.success?, err
+    sampled, err, status = run_ruby(code, env: { "RUBY_GC_SAMPLING" => "interval=1,mode=fixed" })
+    assert status.success?, err
+    assert_operator sampled.to_i, :<=, plain.to_i + 50, "iseqs left: #{sampled} with sampling, #{plain} without"
+  end
+
   # Code that is dropped (an eval'd method, redefined) dies too; the
   # sample keeps its frames as text.
   def test_dead_code_sites_keep_their_frames

@@ -6,7 +6,6 @@
 require_relative "helper"
 require "tmpdir"
 require "pathname"
-require "timeout"
 
 class TestWriteDestinations < Minitest::Test
   def setup
@@ -82,18 +81,38 @@ class TestWriteDestinations < Minitest::Test
     end
   end
 
+  # (in a child process: if the write held the GVL, Timeout could not
+  # fire and the child would hang; the parent kills it then)
   def test_a_fifo_without_reader_blocks_only_the_writer
     Dir.mktmpdir do |dir|
       fifo = File.join(dir, "fifo")
       File.mkfifo(fifo)
-      ticks = 0
-      ticker = Thread.new { loop { ticks += 1; sleep 0.01 } }
-      t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-      assert_raises(Timeout::Error) { Timeout.timeout(0.5) { Sampler.write_pprof(fifo) } }
-      elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
-      ticker.kill
-      assert_operator elapsed, :<, 3, "Timeout interrupted the blocked write"
-      assert_operator ticks, :>, 10, "other threads ran while it was blocked"
+      code = <<~RUBY
+                S = ObjectSpace::AllocationSampler
+        S.start(interval: 4096)
+        x = Array.new(1000) { "y" * 50 }
+        ticks = 0
+        ticker = Thread.new { loop { ticks += 1; sleep 0.01 } }
+        begin
+          Timeout.timeout(0.5) { S.write_pprof(#{fifo.dump}) }
+          puts "written"
+        rescue Timeout::Error
+          puts "interrupted \#{ticks}"
+        end
+      RUBY
+      r, w = IO.pipe
+      pid = spawn({ "RUBY_GC_LIBRARY" => "sampling", "RUBY_GC_SAMPLING" => nil }, RUBY, "-e", code, out: w, err: w)
+      w.close
+      out = nil
+      waited = Thread.new { Process.wait2(pid)[1] }
+      unless waited.join(30)
+        Process.kill(:KILL, pid)
+        waited.join
+        flunk "the write blocked the whole process: Timeout never fired"
+      end
+      out = r.read
+      assert_match(/\Ainterrupted (\d+)$/, out)
+      assert_operator out[/\d+/].to_i, :>, 10, "other threads ran while it was blocked"
     end
   end
 end

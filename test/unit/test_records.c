@@ -11,7 +11,7 @@
  * table with dead records evicts the oldest dead one, and an object whose
  * record died is never handed out again.
  */
-// links: records.c refset.c gap.c
+// links: records.c sites.c refset.c gap.c
 #include "check.h"
 #include "records.h"
 #include "gap.h"
@@ -72,8 +72,8 @@ name_site(const struct sampling_stack *site, void *data)
 static double
 site_total(const struct sampling_records *r)
 {
-    double t = r->other_space;
-    for (const struct sampling_stack *s = r->oldest; s; s = s->newer) t += s->alloc_space;
+    double t = r->sites.other_space;
+    for (const struct sampling_stack *s = r->sites.oldest; s; s = s->newer) t += s->alloc_space;
     return t;
 }
 
@@ -93,19 +93,19 @@ sample_in(struct sampling_sample_in *in, struct sampling_frame *frames, uintptr_
     memset(in, 0, sizeof(*in));
     in->obj = 8 * (1 + rnd(OBJECTS - 1));
     dead_obj[in->obj / 8] = 0;
-    in->klass = rnd(5) ? base + 8 * rnd(20) : 0;
-    in->nframes = (uint32_t)rnd(6);
-    for (uint32_t i = 0; i < in->nframes; i++) {
+    in->site.klass = rnd(5) ? base + 8 * rnd(20) : 0;
+    in->site.nframes = (uint32_t)rnd(6);
+    for (uint32_t i = 0; i < in->site.nframes; i++) {
         frames[i].iseq = base + 1024 + 8 * rnd(8);
         frames[i].cme = rnd(2) ? base + 2048 + 8 * rnd(4) : 0;
         frames[i].pc = 8 * rnd(3);
     }
-    in->frames = frames;
-    in->truncated = rnd(10) == 0;
-    in->hash = sampling_stack_hash(frames, in->nframes, in->truncated);
+    in->site.frames = frames;
+    in->site.truncated = rnd(10) == 0;
+    in->site.hash = sampling_stack_hash(frames, in->site.nframes, in->site.truncated);
     in->sample.weight = 40.0 * (double)(1 + rnd(100));
     in->sample.size = 40;
-    in->kind.type = (uint16_t)rnd(3);
+    in->site.kind.type = (uint16_t)rnd(3);
 }
 
 static void
@@ -136,7 +136,7 @@ test_random_streams(void)
                 ref_major = rnd(2);
                 sampling_records_check_refs(&r, ref_state, name_site, NULL, ref_major);
                 /* no site holds a reference that died */
-                for (const struct sampling_stack *site = r.oldest; site && ok; site = site->newer) {
+                for (const struct sampling_stack *site = r.sites.oldest; site && ok; site = site->newer) {
                     bool held_dead = site->klass && ref_dead(site->klass, NULL);
                     for (uint32_t i = 0; !site->names && i < site->nframes; i++) {
                         held_dead |= (site->frames[i].iseq && ref_dead(site->frames[i].iseq, NULL)) ||
@@ -181,7 +181,7 @@ test_random_streams(void)
             }
         }
         if (ok) CHECK(1, "stream");
-        folds += r.folded;
+        folds += r.sites.folded;
         evictions += r.evicted;
         drops += r.dropped;
         sampling_records_free(&r);
@@ -196,29 +196,29 @@ test_sharing_drop_evict(void)
     struct sampling_records r, r2;
     sampling_records_init(&r, 3);
     struct sampling_frame f[2] = { { 1000, 2000, 1 }, { 1008, 0, 2 } };
-    struct sampling_sample_in in = { .obj = 8, .klass = 3000, .frames = f, .nframes = 2, .sample = { .size = 40, .weight = 1 } };
-    in.hash = sampling_stack_hash(f, 2, false);
+    struct sampling_sample_in in = { .obj = 8, .site = { .klass = 3000, .frames = f, .nframes = 2 }, .sample = { .size = 40, .weight = 1 } };
+    in.site.hash = sampling_stack_hash(f, 2, false);
     uint32_t a = sampling_records_add(&r, &in);
     in.obj = 16;
     uint32_t b = sampling_records_add(&r, &in);
     CHECK(a != SAMPLING_NONE && b != SAMPLING_NONE, "two records");
-    CHECK(r.items[a].stack == r.items[b].stack && r.stacks.size == 1, "one stack shared by both");
-    CHECK(refset_count(&r.refs, 3000) == 1 && refset_count(&r.refs, 1000) == 1, "the stack holds class and frame once");
+    CHECK(r.items[a].stack == r.items[b].stack && r.sites.table.size == 1, "one stack shared by both");
+    CHECK(refset_count(&r.sites.refs, 3000) == 1 && refset_count(&r.sites.refs, 1000) == 1, "the stack holds class and frame once");
     /* the same pcs under another C method: the same hash, another stack */
     struct sampling_frame g[2] = { { 0, 2008, 0 }, { 1008, 0, 2 } }, h[2] = { { 0, 2016, 0 }, { 1008, 0, 2 } };
     CHECK(sampling_stack_hash(g, 2, false) == sampling_stack_hash(h, 2, false), "the hash reads pcs only");
     struct sampling_sample_in gin = in, hin = in;
-    gin.frames = g; gin.obj = 40; gin.hash = sampling_stack_hash(g, 2, false);
-    hin.frames = h; hin.obj = 48; hin.hash = gin.hash;
+    gin.site.frames = g; gin.obj = 40; gin.site.hash = sampling_stack_hash(g, 2, false);
+    hin.site.frames = h; hin.obj = 48; hin.site.hash = gin.site.hash;
     sampling_records_init(&r2, 4);
     uint32_t gi = sampling_records_add(&r2, &gin), hi = sampling_records_add(&r2, &hin);
-    CHECK(r2.items[gi].stack != r2.items[hi].stack && r2.stacks.size == 2, "equal hashes, different frames: two stacks");
-    CHECK(sampling_records_add(&r2, &hin) != SAMPLING_NONE && r2.stacks.size == 2, "and each is found again");
+    CHECK(r2.items[gi].stack != r2.items[hi].stack && r2.sites.table.size == 2, "equal hashes, different frames: two stacks");
+    CHECK(sampling_records_add(&r2, &hin) != SAMPLING_NONE && r2.sites.table.size == 2, "and each is found again");
     /* the same frames, another class: another stack, which holds that class */
-    hin.klass = 3008;
+    hin.site.klass = 3008;
     uint32_t ki = sampling_records_add(&r2, &hin);
     CHECK(ki != SAMPLING_NONE && r2.items[ki].stack != r2.items[hi].stack && r2.items[ki].stack->klass == 3008 &&
-          r2.stacks.size == 3 && refset_count(&r2.refs, 3008) == 1 && refset_count(&r2.refs, 3000) == 2,
+          r2.sites.table.size == 3 && refset_count(&r2.sites.refs, 3008) == 1 && refset_count(&r2.sites.refs, 3000) == 2,
           "a stack per class at one place");
     CHECK(sampling_records_verify(&r2) == NULL, "invariants: %s", sampling_records_verify(&r2));
     sampling_records_free(&r2);
@@ -242,7 +242,7 @@ test_sharing_drop_evict(void)
     CHECK(sampling_records_object(&r, b, old_seq) == 0, "the evicted sample's handle never sees the new object");
     CHECK(sampling_records_verify(&r) == NULL, "invariants: %s", sampling_records_verify(&r));
     sampling_records_clear(&r);
-    CHECK(r.refs.size == 0 && r.stacks.size == 0 && sampling_records_count(&r) == 0, "clear drops everything");
+    CHECK(r.sites.refs.size == 0 && r.sites.table.size == 0 && sampling_records_count(&r) == 0, "clear drops everything");
     sampling_records_free(&r);
 }
 
@@ -254,8 +254,8 @@ test_dead_queue_growth(void)
     struct sampling_records r;
     sampling_records_init(&r, 3000);
     struct sampling_frame f[1] = { { 1000, 2000, 1 } };
-    struct sampling_sample_in in = { .klass = 3000, .frames = f, .nframes = 1, .sample = { .size = 40, .weight = 1 } };
-    in.hash = sampling_stack_hash(f, 1, false);
+    struct sampling_sample_in in = { .site = { .klass = 3000, .frames = f, .nframes = 1 }, .sample = { .size = 40, .weight = 1 } };
+    in.site.hash = sampling_stack_hash(f, 1, false);
     memset(dead_obj, 0, sizeof(dead_obj));
     die_percent = 0;
     sampling_rng_seed(&rng, 7);
@@ -299,8 +299,8 @@ test_reserve(void)
     struct sampling_record *items = r.items;
     struct sampling_live *live = r.live;
     struct sampling_frame f[1] = { { 1000, 2000, 1 } };
-    struct sampling_sample_in in = { .klass = 3000, .frames = f, .nframes = 1, .sample = { .size = 40, .weight = 1 } };
-    in.hash = sampling_stack_hash(f, 1, false);
+    struct sampling_sample_in in = { .site = { .klass = 3000, .frames = f, .nframes = 1 }, .sample = { .size = 40, .weight = 1 } };
+    in.site.hash = sampling_stack_hash(f, 1, false);
     int ok = 1;
     for (uintptr_t i = 1; i <= 5000; i++) {
         in.obj = 8 * i;
@@ -324,33 +324,33 @@ test_many_classes_one_place(void)
     struct sampling_records r;
     sampling_records_init(&r, 1000);
     struct sampling_frame f[2] = { { 0, 2000, 0 }, { 1008, 0, 16 } };
-    struct sampling_sample_in in = { .frames = f, .nframes = 2, .sample = { .size = 40, .weight = 1 } };
-    in.hash = sampling_stack_hash(f, 2, false);
+    struct sampling_sample_in in = { .site = { .frames = f, .nframes = 2 }, .sample = { .size = 40, .weight = 1 } };
+    in.site.hash = sampling_stack_hash(f, 2, false);
     int ok = 1;
     for (int pass = 0; pass < 2; pass++) {
         for (uintptr_t k = 0; k < 200; k++) {
             in.obj = 8 * (1 + pass * 200 + k);
-            in.klass = 8 * OBJECTS * 2 + 8 * k;
+            in.site.klass = 8 * OBJECTS * 2 + 8 * k;
             uint32_t i = sampling_records_add(&r, &in);
-            if (i == SAMPLING_NONE || r.items[i].stack->klass != in.klass) ok = 0;
+            if (i == SAMPLING_NONE || r.items[i].stack->klass != in.site.klass) ok = 0;
         }
     }
-    CHECK(ok && r.stacks.size == 200, "200 classes, 200 stacks, each found again (%zu)", r.stacks.size);
-    size_t mask = r.stacks.capacity - 1, longest = 0;
-    for (size_t i = 0; i < r.stacks.capacity; i++) {
-        if (!r.stacks.slots[i]) continue;
+    CHECK(ok && r.sites.table.size == 200, "200 classes, 200 stacks, each found again (%zu)", r.sites.table.size);
+    size_t mask = r.sites.table.capacity - 1, longest = 0;
+    for (size_t i = 0; i < r.sites.table.capacity; i++) {
+        if (!r.sites.table.slots[i]) continue;
         size_t run = 0;
-        for (size_t j = i; r.stacks.slots[j]; j = (j + 1) & mask) run++;
+        for (size_t j = i; r.sites.table.slots[j]; j = (j + 1) & mask) run++;
         if (run > longest) longest = run;
     }
-    CHECK(longest < 20, "spread over the table: longest run %zu of %zu slots", longest, r.stacks.capacity);
+    CHECK(longest < 20, "spread over the table: longest run %zu of %zu slots", longest, r.sites.table.capacity);
     shift = 8 * 4096;
     sampling_records_update_references(&r, moved, NULL);
     CHECK(sampling_records_verify(&r) == NULL, "after the classes moved: %s", sampling_records_verify(&r));
-    in.klass = 8 * OBJECTS * 2 + 8 * 7 + shift;
+    in.site.klass = 8 * OBJECTS * 2 + 8 * 7 + shift;
     in.obj = 8 * 401;
     uint32_t i = sampling_records_add(&r, &in);
-    CHECK(i != SAMPLING_NONE && r.stacks.size == 200, "a moved class's stack is found again");
+    CHECK(i != SAMPLING_NONE && r.sites.table.size == 200, "a moved class's stack is found again");
     sampling_records_free(&r);
 }
 
@@ -370,9 +370,9 @@ test_totals_and_weak_refs(void)
     double expected[3] = { 0, 0, 0 };
     for (uintptr_t i = 1; i <= 1000; i++) {
         int site = (int)(i % 3);
-        struct sampling_sample_in in = { .obj = 8 * i, .klass = 3000, .frames = f[site], .nframes = 1, .sample.size = 40 };
+        struct sampling_sample_in in = { .obj = 8 * i, .site = { .klass = 3000, .frames = f[site], .nframes = 1 }, .sample.size = 40 };
         in.sample.weight = 40.0 * (double)(site + 1);
-        in.hash = sampling_stack_hash(f[site], 1, false);
+        in.site.hash = sampling_stack_hash(f[site], 1, false);
         sampling_records_add(&r, &in);
         expected[site] += in.sample.weight;
         if (i % 7 == 0) {
@@ -381,11 +381,11 @@ test_totals_and_weak_refs(void)
         }
     }
     int exact = 1;
-    for (const struct sampling_stack *s = r.oldest; s; s = s->newer) {
+    for (const struct sampling_stack *s = r.sites.oldest; s; s = s->newer) {
         int site = (int)((s->frames[0].iseq - 1000) / 8);
         if (s->alloc_space != expected[site] || s->alloc_objects != expected[site] / 40) exact = 0;
     }
-    CHECK(exact && r.nsites == 3 && r.evicted > 500 && sampling_records_count(&r) <= 10 &&
+    CHECK(exact && r.sites.count == 3 && r.evicted > 500 && sampling_records_count(&r) <= 10 &&
           r.evicted + r.dropped + sampling_records_count(&r) == 1000,
           "3 sites with exact totals after %llu evictions, %llu drops", (unsigned long long)r.evicted,
           (unsigned long long)r.dropped);
@@ -397,12 +397,12 @@ test_totals_and_weak_refs(void)
     sampling_rng_seed(&rng, 1);  /* name_site's "no memory" draw: not on the first call */
     named = 0;
     sampling_records_check_refs(&r, ref_state, name_site, NULL, true);
-    CHECK(named == 3 && r.stacks.size == 0 && r.refs.size == 0 && r.nsites == 3,
+    CHECK(named == 3 && r.sites.table.size == 0 && r.sites.refs.size == 0 && r.sites.count == 3,
           "every site held the class: named (%d), out of the table, no references held", named);
-    struct sampling_sample_in in = { .obj = 8 * 2000, .klass = 3000, .frames = f[0], .nframes = 1, .sample = { .size = 40, .weight = 40 } };
-    in.hash = sampling_stack_hash(f[0], 1, false);
+    struct sampling_sample_in in = { .obj = 8 * 2000, .site = { .klass = 3000, .frames = f[0], .nframes = 1 }, .sample = { .size = 40, .weight = 40 } };
+    in.site.hash = sampling_stack_hash(f[0], 1, false);
     uint32_t i = sampling_records_add(&r, &in);
-    CHECK(i != SAMPLING_NONE && !r.items[i].stack->names && r.items[i].stack->alloc_space == 40 && r.nsites == 4,
+    CHECK(i != SAMPLING_NONE && !r.items[i].stack->names && r.items[i].stack->alloc_space == 40 && r.sites.count == 4,
           "a new class at the dead one's address: a new site");
     CHECK(sampling_records_verify(&r) == NULL, "invariants: %s", sampling_records_verify(&r));
 
@@ -411,23 +411,23 @@ test_totals_and_weak_refs(void)
     struct sampling_records r2;
     sampling_records_init(&r2, 100);
     struct sampling_frame g[1] = { { 1016, 0, 3 } };
-    struct sampling_sample_in gin = { .obj = 8 * 2001, .klass = 40000, .frames = g, .nframes = 1,
+    struct sampling_sample_in gin = { .obj = 8 * 2001, .site = { .klass = 40000, .frames = g, .nframes = 1 },
                                       .sample = { .size = 40, .weight = 40 } };
-    gin.hash = sampling_stack_hash(g, 1, false);
+    gin.site.hash = sampling_stack_hash(g, 1, false);
     uint32_t gi = sampling_records_add(&r2, &gin);
     CHECK(gi != SAMPLING_NONE, "a site of class 40000");
     struct sampling_stack *gs = r2.items[gi].stack;
     ref_epoch = 13 - (1016 / 8) % 13;
     CHECK(ref_dead(1016, NULL) && !ref_dead(40000, NULL), "only the frame dies");
     sampling_records_check_refs(&r2, ref_state, name_site, NULL, true);
-    CHECK(gs->names && gs->klass == 40000 && refset_count(&r2.refs, 40000) == 1 && refset_count(&r2.refs, 1016) == 0,
+    CHECK(gs->names && gs->klass == 40000 && refset_count(&r2.sites.refs, 40000) == 1 && refset_count(&r2.sites.refs, 1016) == 0,
           "named, keeps its live class");
     shift = 8;
     sampling_records_update_references(&r2, moved, NULL);
-    CHECK(gs->klass == 40008 && refset_count(&r2.refs, 40008) == 1, "compaction moves a named site's class");
+    CHECK(gs->klass == 40008 && refset_count(&r2.sites.refs, 40008) == 1, "compaction moves a named site's class");
     ref_epoch = 13 - (40008 / 8) % 13;
     sampling_records_check_refs(&r2, ref_state, name_site, NULL, true);
-    CHECK(gs->klass == 0 && r2.refs.size == 0, "then its class dies");
+    CHECK(gs->klass == 0 && r2.sites.refs.size == 0, "then its class dies");
     CHECK(sampling_records_verify(&r2) == NULL, "invariants: %s", sampling_records_verify(&r2));
 
     sampling_records_free(&r2);

@@ -1,0 +1,223 @@
+/*
+ * sites.h: where samples are taken: sites, their totals, and the
+ * references they hold weakly.
+ *
+ * Model.  A site is a place, a class and a type: the frames of a stack,
+ * and the class and type of the objects allocated there.  Each is stored
+ * once (hashed on its frames; its class mixed into its home slot) and
+ * shared by every record taken there (records.h).  A site keeps the
+ * totals of every sample taken there (bytes, objects), so a bound on
+ * records bounds memory, never counts: allocation totals per site stay
+ * exact however many records are evicted or dropped (as Go's buckets).
+ * A site without records (idle) stays for its totals; past `max` sites
+ * the oldest idle one is folded into other_* (counted in `folded`).
+ *
+ * A site holds its class, iseqs and method entries weakly: the collector
+ * does not mark them for the sampler (a profiler must not keep what the
+ * program dropped); a live sampled object keeps its class alive anyway.
+ * At the end of a marking sampling_sites_check_refs asks which references
+ * died; every site holding one is named (its frames and class as text,
+ * made before the sweep) and leaves the table: it is never matched
+ * again and shows the names from then on; it keeps its class while the
+ * class lives.  `refs` counts the references sites hold, once per site.
+ *
+ * Invariants (checked by sampling_sites_verify):
+ *   every site is in the site list once (count);  the table holds exactly the unnamed ones
+ *   idle list == the sites with refcount 0
+ *   refs counts == references held by sites
+ *   a stored site's hash == sampling_stack_hash of its frames
+ *   a stored site sits in the probe run from its home (hash and class)
+ *
+ * Memory comes from malloc only; no locking (the owner serialises).
+ * Object references are opaque uintptr_t here (VALUE in CRuby).
+ */
+#ifndef SAMPLING_SITES_H
+#define SAMPLING_SITES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "refset.h"
+
+/* One frame as captured on the sampling path: only what identifies it,
+ * read from the control frame with no lookups (frames.c).  Ruby frames:
+ * the iseq and the pc pointer; C frames: iseq 0.  Both: the method entry
+ * (0 for top-level code).  A last frame with SAMPLING_FRAME_LOCATION_ONLY
+ * set in pc is not shown: it gives the file and line of the C frames
+ * before it when the stack was cut at depth.  Resolved when read
+ * (sampling_frames_resolve). */
+struct sampling_frame {
+    uintptr_t iseq;         /* rb_iseq_t *, or 0 for a C method */
+    uintptr_t cme;          /* rb_callable_method_entry_t *, or 0 */
+    uintptr_t pc;           /* const VALUE *, the frame's pc (| LOCATION_ONLY) */
+};
+
+#define SAMPLING_FRAME_LOCATION_ONLY ((uintptr_t)1)
+
+/* The stack hash: every frame's pc, innermost first, one multiply a
+ * frame, then the count and the cut.  The capture mixes each pc in as it
+ * reads it (frames.c), for two instructions a frame however deep the
+ * stack.  A pc says where a Ruby frame is (it lies inside its iseq); a C
+ * frame has none, so stacks that differ only in the C method called from
+ * one place share a hash, and the full comparison on every hit tells them
+ * apart.  pcs point into iseq bodies, which compaction does not move: a
+ * hash holds across compaction. */
+#define SAMPLING_HASH_START UINT64_C(0xcbf29ce484222325)
+
+static inline uint64_t
+sampling_hash_pc(uint64_t h, uintptr_t pc)
+{
+    return (h ^ pc) * UINT64_C(0x9e3779b97f4a7c15);
+}
+
+static inline uint64_t
+sampling_hash_end(uint64_t h, uint32_t nframes, bool truncated)
+{
+    h ^= nframes ^ ((uint64_t)truncated << 63);
+    return h ^ (h >> 32);
+}
+
+/* The same hash from stored frames. */
+uint64_t sampling_stack_hash(const struct sampling_frame *frames, uint32_t nframes, bool truncated);
+
+/* Where a site with no usable frames comes from (nframes == 0). */
+enum sampling_origin {
+    SAMPLING_ORIGIN_FRAMES = 0,     /* the frames say */
+    SAMPLING_ORIGIN_BOOT,           /* before the VM could show a stack (RUBY_GC_SAMPLING at boot) */
+    SAMPLING_ORIGIN_NO_FRAME,       /* a thread or fiber running no Ruby frame (its start, its end) */
+};
+
+/* A site as text: what a reader shows of its frames and class.  Made when
+ * one of the site's references dies (the site keeps it and drops its
+ * references), or for a read (then freed).  One malloc'd block; built
+ * without allocating a Ruby object (frames.c), so the collector can make
+ * it at the end of marking, while the dying objects are still readable. */
+struct sampling_name {
+    const char *path;       /* NULL: none (a C method no Ruby code called) */
+    const char *label;
+    uint32_t pathlen, labellen;
+    int lineno;
+};
+struct sampling_names {
+    const char *klass;      /* the class's name; NULL: none */
+    uint32_t n;             /* 0: unknown (no memory to name it) */
+    struct sampling_name locs[];    /* innermost first; the text follows */
+};
+extern struct sampling_names sampling_names_unknown;
+
+/* What was allocated at a site, and where an empty stack comes from:
+ * compared as one word when a sample looks for its site. */
+struct sampling_kind {
+    union {
+        struct {
+            uint16_t type;          /* T_xxx */
+            uint8_t imemo_type;     /* for T_IMEMO */
+            uint8_t origin;         /* enum sampling_origin */
+        };
+        uint32_t word;
+    };
+};
+
+/* A site (see the model above). */
+struct sampling_stack {
+    uint64_t hash;          /* of the frames only */
+    uintptr_t klass;        /* 0: hidden object or internal (T_IMEMO), or a class that died */
+    struct sampling_names *names;   /* set once named; then frames are not read */
+    struct sampling_stack *older, *newer;           /* every site, oldest first */
+    struct sampling_stack *idle_older, *idle_newer; /* sites no record uses, oldest first */
+    double alloc_space;     /* estimated bytes allocated here (every sample's weight) */
+    double alloc_objects;   /* estimated objects (every sample's weight / size) */
+    uint32_t refcount;      /* records that use it (sampling_site_use) */
+    uint32_t nframes;
+    struct sampling_kind kind;
+    bool truncated;         /* cut at depth */
+    bool refs_old;          /* every reference was old at the last look (check_refs) */
+    struct sampling_frame frames[];
+};
+
+struct sampling_stack_table {
+    struct sampling_stack **slots;  /* open addressing, NULL: empty */
+    size_t capacity, size;
+};
+
+struct sampling_sites {
+    size_t max;                         /* sites kept (max_samples) */
+    struct sampling_stack_table table;  /* the sites not named */
+    struct sampling_stack *oldest, *newest;             /* every site */
+    struct sampling_stack *idle_oldest, *idle_newest;   /* sites without records */
+    size_t count;
+    struct refset refs;                 /* the references sites hold */
+    double other_space, other_objects;  /* totals of folded sites, and of samples no site could take */
+    uint64_t folded;                    /* sites folded into other_* to stay within max */
+    uint64_t named;                     /* sites named because a reference died */
+};
+
+/* What identifies the site of a new sample. */
+struct sampling_site_key {
+    uintptr_t klass;                    /* 0: none (hidden, internal) */
+    const struct sampling_frame *frames;
+    uint64_t hash;                      /* sampling_stack_hash of the frames */
+    uint32_t nframes;
+    bool truncated;
+    struct sampling_kind kind;
+};
+
+/* The site of key, stored now if new (idle, no record yet); NULL when
+ * it would pass max sites and none can be folded (none is idle, or
+ * may_fold is false: a read is on), or without memory. */
+struct sampling_stack *sampling_sites_find(struct sampling_sites *sites, const struct sampling_site_key *key,
+                                           bool may_fold);
+
+/* Counts a sample's weight and objects to site (NULL: to other_*). */
+static inline void
+sampling_sites_count(struct sampling_sites *sites, struct sampling_stack *site, double weight, double objects)
+{
+    if (site) {
+        site->alloc_space += weight;
+        site->alloc_objects += objects;
+    }
+    else {
+        sites->other_space += weight;
+        sites->other_objects += objects;
+    }
+}
+
+/* A record takes the site / lets it go: a site no record uses is idle. */
+void sampling_site_use(struct sampling_sites *sites, struct sampling_stack *site);
+void sampling_site_unuse(struct sampling_sites *sites, struct sampling_stack *site);
+
+/* The end of a marking: `state` says of a reference (class, iseq, method
+ * entry) 0: unmarked, it dies in this collection; 1: marked; 2: marked
+ * and old.  Every site holding a dead one is named by `name` (NULL when
+ * memory ran out: it then shows as unknown) and drops its frames'
+ * references; it keeps its class while the class lives.  When nothing
+ * died it costs one look at each distinct reference; otherwise a look at
+ * each site's references, skipping in a minor marking (major false) the
+ * sites whose references were all old. */
+typedef int sampling_ref_state_fn(uintptr_t ref, void *data);
+typedef struct sampling_names *sampling_name_fn(const struct sampling_stack *site, void *data);
+void sampling_sites_check_refs(struct sampling_sites *sites, sampling_ref_state_fn *state, sampling_name_fn *name,
+                               void *data, bool major);
+
+/* Compaction moved objects: every held reference k becomes location(k). */
+typedef uintptr_t sampling_location_fn(uintptr_t ref, void *data);
+void sampling_sites_update_references(struct sampling_sites *sites, sampling_location_fn *location, void *data);
+
+/* Totals start again from zero (a forked child counts its own). */
+void sampling_sites_reset_totals(struct sampling_sites *sites);
+
+/* Folds idle sites, oldest first, until at most max are left or none is
+ * idle. */
+void sampling_sites_fold_to(struct sampling_sites *sites, size_t max);
+
+void sampling_sites_free(struct sampling_sites *sites);
+
+/* Checks the invariants above, and that the sites' refcounts add up to
+ * `uses` (the records); returns NULL or a message. */
+const char *sampling_sites_verify(const struct sampling_sites *sites, size_t uses);
+
+#define SAMPLING_SITES_FOREACH(sites, s) \
+    for (struct sampling_stack *s = (sites)->oldest; s; s = s->newer)
+
+#endif
