@@ -88,7 +88,8 @@ class TestWriteDestinations < Minitest::Test
       fifo = File.join(dir, "fifo")
       File.mkfifo(fifo)
       code = <<~RUBY
-                S = ObjectSpace::AllocationSampler
+        require "timeout"
+        S = ObjectSpace::AllocationSampler
         S.start(interval: 4096)
         x = Array.new(1000) { "y" * 50 }
         ticks = 0
