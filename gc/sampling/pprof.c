@@ -1,5 +1,6 @@
 /* pprof.c: see pprof.h. */
 #include "pprof.h"
+#include "probe.h"
 
 /* In the library build mkmf's checks (HAVE_ZLIB_H) land in extconf.h. */
 #ifdef RUBY_EXTCONF_H
@@ -101,7 +102,7 @@ put_packed(struct buf *b, uint32_t field, const uint64_t *v, size_t n)
     for (size_t i = 0; i < n; i++) put_varint(b, v[i]);
 }
 
-/* ---- interning: 64-bit keys to ids, open addressing ---- */
+/* ---- interning: 64-bit keys to ids, open addressing (probe.h) ---- */
 
 struct map {
     uint64_t *keys;     /* key + 1; 0: empty */
@@ -128,7 +129,7 @@ map_grow(struct map *m)
     for (size_t i = 0; i < m->capa; i++) {
         if (!m->keys[i]) continue;
         size_t j = map_slot(m->keys[i] - 1, capa);
-        while (keys[j]) j = (j + 1) & (capa - 1);
+        while (keys[j]) j = probe_next(j, capa - 1);
         keys[j] = m->keys[i];
         values[j] = m->values[i];
     }
@@ -145,7 +146,7 @@ static size_t
 map_find(const struct map *m, uint64_t key, bool (*same)(uint64_t value, void *ctx), void *ctx, bool *found)
 {
     size_t i = map_slot(key, m->capa);
-    for (;; i = (i + 1) & (m->capa - 1)) {
+    for (;; i = probe_next(i, m->capa - 1)) {
         if (!m->keys[i]) {
             *found = false;
             return i;
@@ -225,7 +226,7 @@ same_string(uint64_t index, void *ctx)
 uint64_t
 pprof_string(struct pprof *p, const char *s, size_t len)
 {
-    if ((p->string_map.size + 1) * 2 > p->string_map.capa && !map_grow(&p->string_map)) {
+    if (probe_full(p->string_map.size, p->string_map.capa) && !map_grow(&p->string_map)) {
         p->failed = true;
         return 0;
     }
@@ -260,7 +261,7 @@ static uint64_t
 intern(struct pprof *p, struct map *m, uint64_t key, uint64_t *counter, bool *fresh)
 {
     *fresh = false;
-    if ((m->size + 1) * 2 > m->capa && !map_grow(m)) {
+    if (probe_full(m->size, m->capa) && !map_grow(m)) {
         p->failed = true;
         return 0;
     }

@@ -1,21 +1,22 @@
 /* refset.c: see refset.h. */
 #include "refset.h"
+#include "probe.h"
 
 #include <stdlib.h>
 
+/* (object addresses are 8-byte aligned and close together: probe_home
+ * spreads them) */
 static inline size_t
 slot_of(uintptr_t key, size_t capacity)
 {
-    /* Fibonacci hashing: object addresses are 8-byte aligned and close
-     * together; the multiply spreads them over the high bits. */
-    return (size_t)(((uint64_t)key * UINT64_C(0x9e3779b97f4a7c15)) >> 32) & (capacity - 1);
+    return probe_home(key, capacity - 1);
 }
 
 static struct refset_entry *
 find(const struct refset *set, uintptr_t key)
 {
     if (!set->capacity) return NULL;
-    for (size_t i = slot_of(key, set->capacity);; i = (i + 1) & (set->capacity - 1)) {
+    for (size_t i = slot_of(key, set->capacity);; i = probe_next(i, set->capacity - 1)) {
         struct refset_entry *e = &set->entries[i];
         if (e->key == key) return e;
         if (e->key == 0) return NULL;
@@ -26,7 +27,7 @@ static void
 insert_fresh(struct refset_entry *entries, size_t capacity, uintptr_t key, size_t count)
 {
     size_t i = slot_of(key, capacity);
-    while (entries[i].key) i = (i + 1) & (capacity - 1);
+    while (entries[i].key) i = probe_next(i, capacity - 1);
     entries[i].key = key;
     entries[i].count = count;
 }
@@ -46,6 +47,12 @@ grow(struct refset *set)
     return true;
 }
 
+static bool entry_empty(void *t, size_t i) { return ((struct refset *)t)->entries[i].key == 0; }
+static size_t entry_home(void *t, size_t i) { struct refset *s = t; return slot_of(s->entries[i].key, s->capacity); }
+static void entry_move(void *t, size_t from, size_t to) { struct refset *s = t; s->entries[to] = s->entries[from]; }
+static void entry_clear(void *t, size_t i) { struct refset *s = t; s->entries[i].key = 0; s->entries[i].count = 0; }
+static const struct probe_ops refset_probe_ops = { entry_empty, entry_home, entry_move, entry_clear };
+
 bool
 refset_add(struct refset *set, uintptr_t key)
 {
@@ -54,7 +61,7 @@ refset_add(struct refset *set, uintptr_t key)
         e->count++;
         return true;
     }
-    if ((set->size + 1) * 2 > set->capacity && !grow(set)) return false;
+    if (probe_full(set->size, set->capacity) && !grow(set)) return false;
     insert_fresh(set->entries, set->capacity, key, 1);
     set->size++;
     return true;
@@ -67,23 +74,7 @@ refset_remove(struct refset *set, uintptr_t key)
     if (!e) return;
     if (--e->count > 0) return;
 
-    /* Backward-shift deletion: pull later entries of the probe run into
-     * the hole unless they already sit at or after their home slot. */
-    size_t mask = set->capacity - 1;
-    size_t hole = (size_t)(e - set->entries);
-    size_t i = hole;
-    for (;;) {
-        i = (i + 1) & mask;
-        struct refset_entry *next = &set->entries[i];
-        if (!next->key) break;
-        size_t home = slot_of(next->key, set->capacity);
-        /* next may move to hole iff home is not in (hole, i] cyclically */
-        if (probe_entry_stays(hole, i, home)) continue;
-        set->entries[hole] = *next;
-        hole = i;
-    }
-    set->entries[hole].key = 0;
-    set->entries[hole].count = 0;
+    probe_delete(set, (size_t)(e - set->entries), set->capacity - 1, &refset_probe_ops);
     set->size--;
 }
 

@@ -7,8 +7,8 @@
  * added once per holder (refset_add) and leaves when its last holder goes
  * (refset_remove).
  *
- * Open addressing with linear probing and backward-shift deletion (no
- * tombstones); the table stays at most half full.  0 is not a valid key.
+ * Open addressing (probe.h: linear probing, backward-shift deletion, at
+ * most half full).  0 is not a valid key.
  * Memory comes from malloc only (never the Ruby heap, never a GC).  No
  * locking: the owner serialises access.
  */
@@ -45,16 +45,6 @@ size_t refset_count(const struct refset *set, uintptr_t key);
 void refset_rekey(struct refset *set, uintptr_t (*map)(uintptr_t key, void *data), void *data);
 
 void refset_free(struct refset *set);
-
-/* Backward-shift deletion in a linear-probing table (used here and by
- * records.c's stack table): after a hole at `hole`, the entry at slot i
- * whose home slot is `home` must stay where it is iff home lies in the
- * cyclic range (hole, i]; otherwise it moves into the hole. */
-static inline bool
-probe_entry_stays(size_t hole, size_t i, size_t home)
-{
-    return hole <= i ? (hole < home && home <= i) : (hole < home || home <= i);
-}
 
 #define REFSET_FOREACH(set, e) \
     for (struct refset_entry *e = (set)->entries; e && e < (set)->entries + (set)->capacity; e++) \

@@ -1,6 +1,7 @@
 /* sites.c: see sites.h for the model and invariants. */
 #include "sites.h"
 #include "invariant.h"
+#include "probe.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,7 @@ table_insert(struct sampling_stack_table *t, struct sampling_stack *s)
 {
     size_t mask = t->capacity - 1;
     size_t i = stack_home(s->hash, s->klass, mask);
-    while (t->slots[i]) i = (i + 1) & mask;
+    while (t->slots[i]) i = probe_next(i, mask);
     t->slots[i] = s;
     t->size++;
 }
@@ -65,30 +66,30 @@ table_slot_of(const struct sampling_stack_table *t, const struct sampling_stack 
 {
     if (!t->capacity) return SIZE_MAX;
     size_t mask = t->capacity - 1;
-    for (size_t i = stack_home(s->hash, s->klass, mask); t->slots[i]; i = (i + 1) & mask) {
+    for (size_t i = stack_home(s->hash, s->klass, mask); t->slots[i]; i = probe_next(i, mask)) {
         if (t->slots[i] == s) return i;
     }
     return SIZE_MAX;
 }
 
+static bool slot_empty(void *t, size_t i) { return !((struct sampling_stack_table *)t)->slots[i]; }
+static size_t
+slot_home(void *t, size_t i)
+{
+    const struct sampling_stack *s = ((struct sampling_stack_table *)t)->slots[i];
+    return stack_home(s->hash, s->klass, ((struct sampling_stack_table *)t)->capacity - 1);
+}
+static void slot_move(void *t, size_t from, size_t to) { struct sampling_stack_table *tt = t; tt->slots[to] = tt->slots[from]; }
+static void slot_clear(void *t, size_t i) { ((struct sampling_stack_table *)t)->slots[i] = NULL; }
+static const struct probe_ops table_probe_ops = { slot_empty, slot_home, slot_move, slot_clear };
+
 static void
 table_remove(struct sampling_stack_table *t, struct sampling_stack *s)
 {
-    size_t mask = t->capacity - 1;
     size_t hole = table_slot_of(t, s);
     SAMPLING_ASSERT(hole != SIZE_MAX);  /* every stored site is in its run (sampling_sites_verify) */
     if (hole == SIZE_MAX) return;
-    /* backward-shift deletion, as in refset.c */
-    for (size_t i = hole;;) {
-        i = (i + 1) & mask;
-        struct sampling_stack *next = t->slots[i];
-        if (!next) break;
-        size_t home = stack_home(next->hash, next->klass, mask);
-        if (probe_entry_stays(hole, i, home)) continue;
-        t->slots[hole] = next;
-        hole = i;
-    }
-    t->slots[hole] = NULL;
+    probe_delete(t, hole, t->capacity - 1, &table_probe_ops);
     t->size--;
 }
 
@@ -223,12 +224,12 @@ sampling_sites_find(struct sampling_sites *sites, const struct sampling_site_key
     struct sampling_stack_table *t = &sites->table;
     if (t->capacity) {
         size_t mask = t->capacity - 1;
-        for (size_t i = stack_home(key->hash, key->klass, mask); t->slots[i]; i = (i + 1) & mask) {
+        for (size_t i = stack_home(key->hash, key->klass, mask); t->slots[i]; i = probe_next(i, mask)) {
             if (site_equal(t->slots[i], key)) return t->slots[i];
         }
     }
     if (sites->count >= sites->max && !(may_fold && site_fold_oldest_idle(sites))) return NULL;
-    if ((t->size + 1) * 2 > t->capacity && !table_grow(t)) return NULL;
+    if (probe_full(t->size, t->capacity) && !table_grow(t)) return NULL;
     struct sampling_stack *s = malloc(sizeof(*s) + key->nframes * sizeof(*key->frames));
     if (!s) return NULL;
     memset(s, 0, sizeof(*s));
