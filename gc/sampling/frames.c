@@ -147,12 +147,12 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth)
     const rb_control_frame_t *end_cfp = RUBY_VM_NEXT_CONTROL_FRAME(RUBY_VM_END_CONTROL_FRAME(ec));
     struct sampling_frame *out = buf;
 
-    /* The common walk (23 instructions a frame, 2 of them the hash),
-     * until the first rescue/ensure frame, or the first `depth` control
-     * frames (each gives at most one frame, so no depth check); from
-     * there on, every rule.  Its body is capture_frame written out:
-     * calling that here costs 2 more a frame (a register copy and a
-     * jump), 256 instructions at 128 frames. */
+    /* The common walk (a few loads a frame, the hash mixed in), until
+     * the first rescue/ensure frame, or the first `depth` control frames
+     * (each gives at most one frame, so no depth check); from there on,
+     * every rule.  Its body is capture_frame written out: a call here
+     * adds a register copy and a jump to every frame (the cost per frame
+     * is measured in benchmark/results). */
     const rb_control_frame_t *fast_end = end_cfp - cfp > (ptrdiff_t)depth ? cfp + depth : end_cfp;
     bool skip_next = false;
     uint64_t h = SAMPLING_HASH_START;

@@ -5,9 +5,8 @@
  * control frames (vm_core.h) and keeps, per frame, three words: the iseq,
  * the pc pointer and the method entry, and mixes the pc into the stack's
  * hash.  It computes no line number, no label and no pc offset, and
- * allocates nothing (23 instructions a frame for methods and C methods,
- * 2 of them the hash; blocks and top-level frames walk out to their
- * method's environment).
+ * allocates nothing (blocks and top-level frames walk out to their
+ * method's environment for the method entry).
  * Resolution (when samples are read, or when a site's code dies) applies the rest of the rules of
  * rb_ec_partial_backtrace_object (vm_backtrace.c) and gives what
  * Thread::Backtrace::Location gives:

@@ -57,7 +57,7 @@ struct sampling_frame {
 
 /* The stack hash: every frame's pc, innermost first, one multiply a
  * frame, then the count and the cut.  The capture mixes each pc in as it
- * reads it (frames.c), for two instructions a frame however deep the
+ * reads it (frames.c), a multiply and a xor a frame however deep the
  * stack.  A pc says where a Ruby frame is (it lies inside its iseq); a C
  * frame has none, so stacks that differ only in the C method called from
  * one place share a hash, and the full comparison on every hit tells them
