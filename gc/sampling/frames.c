@@ -3,6 +3,7 @@
 #include "vm_core.h"
 #include "iseq.h"
 #include "internal/class.h"
+#include "ruby_version.h"
 
 #include "frames.h"
 
@@ -254,8 +255,8 @@ sampling_location_lineno(const struct sampling_location *loc)
 static VALUE
 permanent_name(VALUE mod)
 {
-    VALUE classpath = RCLASS_EXT(mod)->classpath;
-    if (!classpath || !RCLASS_EXT(mod)->permanent_classpath) return Qnil;
+    VALUE classpath = RCLASS_CLASSPATH(mod);
+    if (!classpath || !RCLASS_PERMANENT_CLASSPATH_P(mod)) return Qnil;
     return classpath;
 }
 
