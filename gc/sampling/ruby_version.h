@@ -34,6 +34,16 @@
  *     RCLASS_EXT(mod)->classpath no longer compiles; RCLASS_CLASSPATH and
  *     RCLASS_PERMANENT_CLASSPATH_P read the current box's.  3.4 has only
  *     the fields: the two macros are defined here on them (frames.c).
+ *   - Ruby frames that backtraces show as C methods (a C method's label,
+ *     the file and line of the Ruby frame below), vm_backtrace.c.  3.4:
+ *     methods marked `Primitive.attr! :c_trace` (only the YJIT variants
+ *     of Integer#times and Array#each are).  4.0: every frame whose iseq
+ *     comes from an `<internal:...>` file (Integer#times, Array#each,
+ *     Kernel#loop...), and of a run of C and internal frames only the
+ *     outermost internal one is kept (SAMPLING_ONE_INTERNAL_FRAME).
+ *     SAMPLING_ISEQ_AS_CFUNC_P(iseq) tells; frames.c calls it when samples
+ *     are read and when a cut stack needs its caller's line, never per
+ *     captured frame (on 4.0 it compares the iseq's path).
  *
  * Not a difference here: patches/3.4 and patches/4.0 add the same hooks
  * with the same meaning.
@@ -64,6 +74,10 @@
         } \
     } while (0)
 # define SAMPLING_CACHE_PENDING(cache, heap_idx) ((cache)->heap_caches[heap_idx].allocated_objects_count)
+/* frames.c (vm_core.h): vm_backtrace.c's is_internal_location */
+# define SAMPLING_ISEQ_AS_CFUNC_P(iseq) \
+    (strncmp(RSTRING_PTR(rb_iseq_path(iseq)), "<internal:", sizeof("<internal:") - 1) == 0)
+# define SAMPLING_ONE_INTERNAL_FRAME 1
 #else
 /* ---- Ruby 3.4.x ---- */
 # define SAMPLING_INCLUDE_SANITIZERS 1
@@ -75,6 +89,9 @@
 /* frames.c (internal/class.h): 4.0's readers of a class's name */
 # define RCLASS_CLASSPATH(mod) (RCLASS_EXT(mod)->classpath)
 # define RCLASS_PERMANENT_CLASSPATH_P(mod) (RCLASS_EXT(mod)->permanent_classpath)
+/* frames.c (vm_core.h): rb_iseq_attr_p(iseq, BUILTIN_ATTR_C_TRACE) */
+# define SAMPLING_ISEQ_AS_CFUNC_P(iseq) ((ISEQ_BODY(iseq)->builtin_attrs & BUILTIN_ATTR_C_TRACE) != 0)
+# define SAMPLING_ONE_INTERNAL_FRAME 0
 #endif
 
 #endif
