@@ -4,6 +4,11 @@
 # included by sampling.c) plus the allocation sampler in this directory.
 require_relative "../extconf_base"
 
+# frames.c reads the VM's frames (vm_core.h), which includes generated
+# headers such as id.h: in the source tree of a release tarball, in the
+# build tree of a git archive (as ext/objspace's extconf.rb does).
+$INCFLAGS << " -I$(topdir)"
+
 # pprof profiles are gzip-compressed when zlib is there (readers accept
 # plain protobuf too).
 have_header("zlib.h") && have_library("z", "deflateInit2_")

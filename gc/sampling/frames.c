@@ -3,6 +3,7 @@
 #include "vm_core.h"
 #include "iseq.h"
 #include "internal/class.h"
+#include "ruby_version.h"
 
 #include "frames.h"
 #include "invariant.h"
@@ -54,10 +55,11 @@ frame_method_entry_slow(const VALUE *ep, VALUE v)
     return VM_ENV_LOCAL_P(ep) ? local_method_entry(v) : block_method_entry(ep);
 }
 
+/* A Ruby frame that backtraces show as a C method (ruby_version.h). */
 static inline bool
-iseq_c_trace_p(const rb_iseq_t *iseq)
+iseq_as_cfunc_p(const rb_iseq_t *iseq)
 {
-    return (ISEQ_BODY(iseq)->builtin_attrs & BUILTIN_ATTR_C_TRACE) != 0;
+    return SAMPLING_ISEQ_AS_CFUNC_P(iseq);
 }
 
 /* A frame running a rescue or ensure clause.  vm_backtrace.c asks the
@@ -183,9 +185,9 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth)
     uint32_t n = (uint32_t)(c.out - buf);
     /* Cut after C frames: keep the Ruby frame that called them, for their
      * file and line. */
-    if (c.truncated && (!buf[n - 1].iseq || iseq_c_trace_p((const rb_iseq_t *)buf[n - 1].iseq))) {
+    if (c.truncated && (!buf[n - 1].iseq || iseq_as_cfunc_p((const rb_iseq_t *)buf[n - 1].iseq))) {
         for (; c.cfp != c.end_cfp; c.cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(c.cfp)) {
-            if (c.cfp->iseq && c.cfp->pc && !iseq_c_trace_p(c.cfp->iseq)) {
+            if (c.cfp->iseq && c.cfp->pc && !iseq_as_cfunc_p(c.cfp->iseq)) {
                 buf[n].iseq = (uintptr_t)c.cfp->iseq;
                 buf[n].pc = (uintptr_t)c.cfp->pc | SAMPLING_FRAME_LOCATION_ONLY;
                 buf[n].cme = 0;
@@ -216,7 +218,7 @@ sampling_frames_resolve(const struct sampling_frame *frames, uint32_t n, struct 
     for (uint32_t i = 0; i < n; i++) {
         const struct sampling_frame *f = &frames[i];
         const rb_iseq_t *iseq = (const rb_iseq_t *)f->iseq;
-        if (iseq && !iseq_c_trace_p(iseq)) {
+        if (iseq && !iseq_as_cfunc_p(iseq)) {
             /* a Ruby frame: C frames before it report its file and line */
             uint32_t pc = pc_offset(iseq, f->pc);
             for (uint32_t j = m - pending_cfuncs; j < m; j++) {
@@ -226,6 +228,14 @@ sampling_frames_resolve(const struct sampling_frame *frames, uint32_t n, struct 
             pending_cfuncs = 0;
             if (f->pc & SAMPLING_FRAME_LOCATION_ONLY) break;
             out[m++] = (struct sampling_location){ (uintptr_t)iseq, f->cme, pc, false };
+        }
+        else if (SAMPLING_ONE_INTERNAL_FRAME && iseq) {
+            /* (4.0) an internal frame: it replaces the C and internal
+             * frames above it since the last Ruby frame, and keeps its own
+             * place until a Ruby frame below gives one (vm_backtrace.c) */
+            m -= pending_cfuncs;
+            out[m++] = (struct sampling_location){ (uintptr_t)iseq, f->cme, pc_offset(iseq, f->pc), f->cme != 0 };
+            pending_cfuncs = 1;
         }
         else {
             /* a C method, or a Ruby method that reports like one */
@@ -282,8 +292,8 @@ text_str(struct text *t, VALUE str)
 static VALUE
 permanent_name(VALUE mod)
 {
-    VALUE classpath = RCLASS_EXT(mod)->classpath;
-    if (!classpath || !RCLASS_EXT(mod)->permanent_classpath) return Qnil;
+    VALUE classpath = RCLASS_CLASSPATH(mod);
+    if (!classpath || !RCLASS_PERMANENT_CLASSPATH_P(mod)) return Qnil;
     return classpath;
 }
 
@@ -292,7 +302,7 @@ permanent_name(VALUE mod)
 static void
 text_class(struct text *t, VALUE klass)
 {
-    VALUE classpath = RCLASS_EXT(klass)->classpath;
+    VALUE classpath = RCLASS_CLASSPATH(klass);
     if (classpath) {
         text_str(t, classpath);
         return;

@@ -14,9 +14,10 @@
  *   - Ruby frames without a pc (dummy and IFUNC frames) are not captured,
  *     nor is a frame right after a rescue/ensure frame (both at capture, so
  *     that `depth` counts frames as caller_locations shows them);
- *   - C methods, and Ruby methods marked `Primitive.attr! :c_trace`
- *     (Integer#times, Array#each, Kernel#loop in 3.4), are labelled as C
- *     methods and report the file and line of the Ruby frame that called them;
+ *   - C methods, and Ruby methods that backtraces show as C methods (3.4:
+ *     marked `Primitive.attr! :c_trace`; 4.0: defined in `<internal:...>`
+ *     files, one kept per run; ruby_version.h), are labelled as C methods
+ *     and report the file and line of the Ruby frame that called them;
  *   - labels: "Foo#bar", "Foo.bar", "block in Foo#bar",
  *     "block (2 levels) in Foo#bar", "<main>", "<class:Foo>".
  *

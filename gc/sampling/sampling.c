@@ -2,8 +2,9 @@
  * sampling.c: CRuby's default GC with an allocation sampler inside it.
  *
  * This is the only file of the library that sees the collector's internals.
- * It defines the hook points that patches/3.4 adds to gc/default/default.c,
- * then includes that file, so the library is the default GC compiled with
+ * It defines the hook points that patches/3.4 and patches/4.0 add to
+ * gc/default/default.c (the same hooks; what else differs between the
+ * versions is in ruby_version.h), then includes that file, so the library is the default GC compiled with
  * the hooks filled in.  The logic behind each hook lives in its own file:
  *
  *   sample_point.c  where the next sample falls; cutting and rejoining lists
@@ -59,7 +60,11 @@
 #include <string.h>
 #include "ruby/ruby.h"
 #include "ruby/ractor.h"
-#include "internal/sanitizers.h"
+#include "ruby_version.h"
+#if SAMPLING_INCLUDE_SANITIZERS
+# include "internal/sanitizers.h"
+#endif
+#include "internal/static_assert.h"
 #pragma GCC visibility push(hidden)
 #include "invariant.h"
 #include "sample_point.h"
@@ -76,7 +81,7 @@
 
 int rb_objspace_internal_object_p(VALUE obj);  /* gc.c, exported */
 
-/* ---- hooks (see patches/3.4) ---- */
+/* ---- hooks (see patches/3.4, patches/4.0) ---- */
 
 static bool sampling_on;   /* points are being placed */
 
@@ -212,6 +217,30 @@ sampler_init(void)
     sampling_records_init(&sampler.records, sampler.params.max_samples);
 }
 
+/* Objects allocated on each heap so far: the heap's total, plus on 4.0
+ * what the caches counted and have not yet added to it (ruby_version.h).
+ * Other Ractors' pending counts are read without their lock: with several
+ * Ractors allocating the sum can be a few objects short, as the heap totals
+ * themselves can (README, Limits). */
+#if SAMPLING_CACHE_COUNTS
+static void
+cache_pending_i(void *c, void *data)
+{
+    rb_ractor_newobj_cache_t *cache = c;
+    size_t *totals = data;
+    for (size_t i = 0; i < HEAP_COUNT; i++) totals[i] += SAMPLING_CACHE_PENDING(cache, i);
+}
+#endif
+
+static void
+allocated_totals(rb_objspace_t *objspace, size_t totals[HEAP_COUNT])
+{
+    for (size_t i = 0; i < HEAP_COUNT; i++) totals[i] = heaps[i].total_allocated_objects;
+#if SAMPLING_CACHE_COUNTS
+    rb_gc_ractor_newobj_cache_foreach(cache_pending_i, totals);
+#endif
+}
+
 static inline sample_point_list *
 cache_list(rb_ractor_newobj_cache_t *cache, size_t heap_idx)
 {
@@ -299,6 +328,7 @@ sampling_take(void *objspace_ptr, void *c, size_t heap_idx, VALUE klass, VALUE f
     rb_asan_unpoison_object(obj, true);
 #endif
     if (is_incremental_marking(objspace)) cache->incremental_mark_step_allocated_slots++;
+    SAMPLING_COUNT_SAMPLED_SLOT(objspace, cache, heap_idx);
 #if RGENGC_CHECK_MODE
     MEMZERO((char *)obj, char, heap_slot_size(heap_idx));
 #endif
@@ -340,7 +370,7 @@ static void
 sampling_marks_finished(void *objspace_ptr)
 {
     rb_objspace_t *objspace = objspace_ptr;
-    for (size_t i = 0; i < HEAP_COUNT; i++) sampler.allocated_at_marks[i] = heaps[i].total_allocated_objects;
+    allocated_totals(objspace, sampler.allocated_at_marks);
     if (sampler.records.nlive) {
         sampling_records_check_liveness(&sampler.records, sampling_liveness, objspace, objspace->profile.count,
                                         is_full_marking(objspace));
@@ -365,10 +395,14 @@ sampling_update_references(void *objspace_ptr)
 {
     rb_objspace_t *objspace = objspace_ptr;
     /* Each move bumped the destination heap's total_allocated_objects
-     * (gc_compact_move); nothing else allocates during a GC. */
+     * (gc_compact_move); nothing else allocates during a GC.  (On 4.0 the
+     * sweep start moved the caches' counts into the totals meanwhile:
+     * allocated_totals counts both, so the sum moves by the moves alone.) */
+    size_t totals[HEAP_COUNT];
+    allocated_totals(objspace, totals);
     for (size_t i = 0; i < HEAP_COUNT; i++) {
-        sampler.moved[i] += heaps[i].total_allocated_objects - sampler.allocated_at_marks[i];
-        sampler.allocated_at_marks[i] = heaps[i].total_allocated_objects;
+        sampler.moved[i] += totals[i] - sampler.allocated_at_marks[i];
+        sampler.allocated_at_marks[i] = totals[i];
     }
     sampling_records_update_references(&sampler.records, sampling_location, objspace);
     records_verify("compaction");
@@ -403,9 +437,11 @@ counters_reset(rb_objspace_t *objspace)
 {
     sampler.records.dropped = 0;
     sampler.records.evicted = 0;
+    size_t totals[HEAP_COUNT];
+    allocated_totals(objspace, totals);
     for (size_t i = 0; i < HEAP_COUNT; i++) {
-        sampler.base_allocated[i] = heaps[i].total_allocated_objects;
-        sampler.allocated_at_marks[i] = heaps[i].total_allocated_objects;
+        sampler.base_allocated[i] = totals[i];
+        sampler.allocated_at_marks[i] = totals[i];
         sampler.moved[i] = 0;
         sampler.stopped_allocated[i] = 0;
         sampler.samples[i] = 0;
@@ -413,11 +449,16 @@ counters_reset(rb_objspace_t *objspace)
     }
 }
 
-static size_t
-heap_allocated_objects(rb_objspace_t *objspace, size_t i)
+/* Objects allocated on each heap while enabled. */
+static void
+heaps_allocated_objects(rb_objspace_t *objspace, size_t out[HEAP_COUNT])
 {
-    if (!sampling_on) return sampler.stopped_allocated[i];
-    return heaps[i].total_allocated_objects - sampler.base_allocated[i] - sampler.moved[i];
+    if (!sampling_on) {
+        memcpy(out, sampler.stopped_allocated, sizeof(sampler.stopped_allocated));
+        return;
+    }
+    allocated_totals(objspace, out);
+    for (size_t i = 0; i < HEAP_COUNT; i++) out[i] -= sampler.base_allocated[i] + sampler.moved[i];
 }
 
 /* Points go into every list the caches hold now: counting is exact from
@@ -435,7 +476,7 @@ static void
 end_counting(rb_objspace_t *objspace)
 {
     rb_gc_ractor_newobj_cache_foreach(cache_rejoin_i, NULL);
-    for (size_t i = 0; i < HEAP_COUNT; i++) sampler.stopped_allocated[i] = heap_allocated_objects(objspace, i);
+    heaps_allocated_objects(objspace, sampler.stopped_allocated);
     sampling_on = false;
 }
 
@@ -473,7 +514,7 @@ sampler_start(const struct sampling_params *params)
     struct sampling_frame *scratch = malloc((params->depth + 1) * sizeof(*scratch));
     if (!scratch) rb_memerror();
 
-    unsigned int lev = rb_gc_vm_lock();
+    unsigned int lev = RB_GC_VM_LOCK();
     rb_gc_vm_barrier();
     {
         if (sampling_on) end_counting(objspace);
@@ -490,7 +531,7 @@ sampler_start(const struct sampling_params *params)
         sampling_records_reserve(&sampler.records);    /* else the tables grow as they fill */
         begin_counting(objspace);
     }
-    rb_gc_vm_unlock(lev);
+    RB_GC_VM_UNLOCK(lev);
 }
 
 bool
@@ -498,13 +539,13 @@ sampler_stop(void)
 {
     rb_objspace_t *objspace = rb_gc_get_objspace();
     bool was_on;
-    unsigned int lev = rb_gc_vm_lock();
+    unsigned int lev = RB_GC_VM_LOCK();
     rb_gc_vm_barrier();
     {
         was_on = sampling_on;
         if (sampling_on) end_counting(objspace);
     }
-    rb_gc_vm_unlock(lev);
+    RB_GC_VM_UNLOCK(lev);
     return was_on;
 }
 
@@ -512,7 +553,7 @@ void
 sampler_clear(void)
 {
     rb_objspace_t *objspace = rb_gc_get_objspace();
-    unsigned int lev = rb_gc_vm_lock();
+    unsigned int lev = RB_GC_VM_LOCK();
     rb_gc_vm_barrier();
     {
         sampling_records_clear(&sampler.records);
@@ -525,7 +566,7 @@ sampler_clear(void)
             counters_reset(objspace);
         }
     }
-    rb_gc_vm_unlock(lev);
+    RB_GC_VM_UNLOCK(lev);
 }
 
 bool
@@ -544,7 +585,7 @@ void
 sampler_get_stats(struct sampler_stats *stats)
 {
     rb_objspace_t *objspace = rb_gc_get_objspace();
-    unsigned int lev = rb_gc_vm_lock();
+    unsigned int lev = RB_GC_VM_LOCK();
     {
         memset(stats, 0, sizeof(*stats));
         stats->enabled = sampling_on;
@@ -560,17 +601,19 @@ sampler_get_stats(struct sampler_stats *stats)
         stats->folded = sampler.records.sites.folded;
         stats->named = sampler.records.sites.named;
         stats->nheaps = HEAP_COUNT;
+        size_t allocated[HEAP_COUNT];
+        heaps_allocated_objects(objspace, allocated);
         for (size_t i = 0; i < HEAP_COUNT; i++) {
             struct sampler_heap_stats *h = &stats->per_heap[i];
             h->slot_size = slot_bytes(i);
-            h->allocated_bytes = (uint64_t)heap_allocated_objects(objspace, i) * h->slot_size;
+            h->allocated_bytes = (uint64_t)allocated[i] * h->slot_size;
             h->samples = sampler.samples[i];
             h->points = sampler.points[i];
             stats->samples += h->samples;
             stats->allocated_bytes += h->allocated_bytes;
         }
     }
-    rb_gc_vm_unlock(lev);
+    RB_GC_VM_UNLOCK(lev);
 }
 
 struct sampling_records *
@@ -582,7 +625,7 @@ sampler_records(void)
 uint64_t
 sampler_read_begin(unsigned int *lev)
 {
-    *lev = rb_gc_vm_lock();
+    *lev = RB_GC_VM_LOCK();
     sampler.records.reading++;
     if (sampler.readers++ == 0) {
         /* finishes any GC in progress, then keeps GC off while reading */
@@ -596,14 +639,14 @@ sampler_read_end(unsigned int lev)
 {
     sampler.records.reading--;
     if (--sampler.readers == 0 && sampler.readers_disabled_gc) rb_gc_enable();
-    rb_gc_vm_unlock(lev);
+    RB_GC_VM_UNLOCK(lev);
 }
 
 bool
 sampler_record_copy(uint32_t index, uint64_t seq, struct sampling_record *out)
 {
     bool found = false;
-    unsigned int lev = rb_gc_vm_lock();
+    unsigned int lev = RB_GC_VM_LOCK();
     {
         const struct sampling_records *r = &sampler.records;
         if (index < r->used && r->items[index].seq == seq) {
@@ -611,7 +654,7 @@ sampler_record_copy(uint32_t index, uint64_t seq, struct sampling_record *out)
             found = true;
         }
     }
-    rb_gc_vm_unlock(lev);
+    RB_GC_VM_UNLOCK(lev);
     return found;
 }
 
@@ -620,7 +663,7 @@ sampler_object(uint32_t index, uint64_t seq)
 {
     rb_objspace_t *objspace = rb_gc_get_objspace();
     VALUE obj;
-    unsigned int lev = rb_gc_vm_lock();
+    unsigned int lev = RB_GC_VM_LOCK();
     {
         /* During incremental marking an unmarked object may already be
          * garbage; handing it out could resurrect it behind the marker's
@@ -637,6 +680,6 @@ sampler_object(uint32_t index, uint64_t seq)
          * (rb_ractor_shareable_p) would walk and change the object. */
         if (obj && sampling_ractors && !RB_OBJ_SHAREABLE_P(obj)) obj = 0;
     }
-    rb_gc_vm_unlock(lev);
+    RB_GC_VM_UNLOCK(lev);
     return obj ? obj : Qnil;
 }

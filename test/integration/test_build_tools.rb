@@ -1,7 +1,10 @@
 # The build's front door: configure stops with one clear message for a
-# missing or wrong source directory, a tarball with a wrong checksum, or an
-# unsupported Ruby version; a patch that does not apply stops with its name
-# and leaves the record of applied patches true.
+# missing or wrong source directory, a tarball with a wrong checksum or of
+# another version, an unsupported Ruby version, and a --with-ruby-build
+# tree that is not a Ruby build, not a supported version, not configured
+# with --with-modular-gc or not one the series applies to; a patch that
+# does not apply stops with its name and leaves the record of applied
+# patches true.
 require_relative "helper"
 require "tmpdir"
 require "fileutils"
@@ -31,16 +34,118 @@ class TestBuildTools < Minitest::Test
     end
   end
 
-  def test_unsupported_version
+  def fake_source(d, major, minor, teeny)
+    FileUtils.mkdir_p(["#{d}/gc/default", "#{d}/include/ruby"])
+    File.write("#{d}/gc/default/default.c", "")
+    File.write("#{d}/configure", "#!/bin/sh\n")
+    File.chmod(0o755, "#{d}/configure")
+    File.write("#{d}/include/ruby/version.h", "#define RUBY_API_VERSION_MAJOR #{major}\n#define RUBY_API_VERSION_MINOR #{minor}\n")
+    File.write("#{d}/version.h", "#define RUBY_VERSION_TEENY #{teeny}\n")
+  end
+
+  def test_unsupported_source_version
     Dir.mktmpdir do |d|
-      FileUtils.mkdir_p(["#{d}/gc/default", "#{d}/include/ruby"])
-      File.write("#{d}/gc/default/default.c", "")
-      File.write("#{d}/configure", "#!/bin/sh\n")
-      File.chmod(0o755, "#{d}/configure")
-      File.write("#{d}/include/ruby/version.h", "#define RUBY_API_VERSION_MAJOR 3\n#define RUBY_API_VERSION_MINOR 3\n")
+      fake_source(d, 3, 3, 8)
       text, status = configure("--with-ruby-source=#{d}")
       refute status.success?
-      assert_match(/holds Ruby 3\.3; this project patches Ruby 3\.4 \(expected 3\.4\.5\)/, text)
+      assert_match(/holds Ruby 3\.3\.8, not 3\.4\.5; supported are 3\.4\.5, 3\.4\.9, 4\.0\.5/, text)
+    end
+  end
+
+  def test_source_of_another_supported_version
+    Dir.mktmpdir do |d|
+      fake_source(d, 4, 0, 5)
+      text, status = configure("--with-ruby-source=#{d}")
+      refute status.success?
+      assert_match(/holds Ruby 4\.0\.5, not 3\.4\.5 \(use --with-ruby-version=4\.0\.5\)/, text)
+    end
+  end
+
+  def test_unsupported_version_option
+    text, status = configure("--with-ruby-version=4.1.0")
+    refute status.success?
+    assert_match(/unsupported Ruby version '4\.1\.0' \(--with-ruby-version\): supported are 3\.4\.5 \(default\), 3\.4\.9, 4\.0\.5/, text)
+  end
+
+  def test_tarball_of_another_version
+    other = File.expand_path("../shared/ruby-src/ruby-4.0.5-git.tar.xz", TOP)
+    skip "#{other} not here" unless File.exist?(other)
+    text, status = configure("--with-ruby-version=3.4.9", "--with-ruby-tarball=#{other}")
+    refute status.success?
+    assert_match(/is Ruby 4\.0\.5's source, not 3\.4\.9's \(use --with-ruby-version=4\.0\.5\)/, text)
+  end
+
+  # A directory that looks like a configured Ruby build tree to
+  # tools/check-ruby-build: Ruby's Makefile variables, a source tree, and
+  # (when built) ruby, miniruby and rbconfig.rb.
+  def fake_build(d, version: "3.4.9", modular: true, built: true, default_c: "int x;\n")
+    major, minor, teeny = version.split(".")
+    FileUtils.mkdir_p(["#{d}/obj", "#{d}/src/gc/default"])
+    File.write("#{d}/src/gc/default/default.c", default_c)
+    File.write("#{d}/obj/Makefile", <<~MAKE)
+      srcdir = ../src
+      modular_gc_dir = #{modular ? "#{d}/prefix/lib/ruby/gc/" : ""}
+      MAJOR=\t#{major}
+      MINOR=\t#{minor}
+      TEENY=\t#{teeny}
+      RUBY_PROGRAM_VERSION = $(MAJOR).$(MINOR).$(TEENY)
+    MAKE
+    return "#{d}/obj" unless built
+    %w[ruby miniruby].each do |exe|
+      File.write("#{d}/obj/#{exe}", "#!/bin/sh\necho #{d}/prefix/bin/ruby\n")
+      File.chmod(0o755, "#{d}/obj/#{exe}")
+    end
+    File.write("#{d}/obj/rbconfig.rb", "")
+    "#{d}/obj"
+  end
+
+  def test_ruby_build_not_a_tree
+    Dir.mktmpdir do |d|
+      text, status = configure("--with-ruby-build=#{d}")
+      refute status.success?
+      assert_match(/'#{Regexp.escape(d)}' is not a configured Ruby build tree/, text)
+    end
+  end
+
+  def test_ruby_build_unsupported_version
+    Dir.mktmpdir do |d|
+      text, status = configure("--with-ruby-build=#{fake_build(d, version: "3.3.8")}")
+      refute status.success?
+      assert_match(/is Ruby 3\.3\.8; supported are 3\.4\.x and 4\.0\.x/, text)
+    end
+  end
+
+  def test_ruby_build_without_modular_gc
+    Dir.mktmpdir do |d|
+      text, status = configure("--with-ruby-build=#{fake_build(d, modular: false)}")
+      refute status.success?
+      assert_match(/\(Ruby 3\.4\.9\) was not configured with --with-modular-gc/, text)
+    end
+  end
+
+  def test_ruby_build_not_built
+    Dir.mktmpdir do |d|
+      text, status = configure("--with-ruby-build=#{fake_build(d, built: false)}")
+      refute status.success?
+      assert_match(/is configured but not built/, text)
+    end
+  end
+
+  def test_ruby_build_version_mismatch
+    Dir.mktmpdir do |d|
+      text, status = configure("--with-ruby-build=#{fake_build(d)}", "--with-ruby-version=4.0.5")
+      refute status.success?
+      assert_match(/is Ruby 3\.4\.9, not 4\.0\.5 \(--with-ruby-version\)/, text)
+    end
+  end
+
+  # 4.0's default.c under a tree that says 3.4.9, or any default.c the
+  # series was not written for: the series does not apply.
+  def test_ruby_build_series_does_not_apply
+    Dir.mktmpdir do |d|
+      text, status = configure("--with-ruby-build=#{fake_build(d)}")
+      refute status.success?
+      assert_match(%r{patches/3\.4 does not apply to '.*/gc/default/default\.c' \(Ruby 3\.4\.9\): patch 0001-gc-default-sample-point-hooks\.patch does not apply}, text)
     end
   end
 

@@ -28,7 +28,11 @@ class TestCompaction < Minitest::Test
       assert_same Moved, s.klass
       assert_same o, @objs[o.i]
       assert_equal @frames[o.__id__], s.frames
-      assert_equal "TestCompaction#make_one", s.frames[1][2]
+      # (below Class#new on 3.4; 4.0's opt_new shows no frame for it)
+      labels = s.frames.map(&:last)
+      i = labels.index("TestCompaction#make_one")
+      refute_nil i, labels.inspect
+      assert_equal "block in TestCompaction#setup", labels[i + 1]
     end
     fresh = Sampler.samples.select { |s| s.klass == Moved }
     assert_equal 5_000, fresh.count { |s| s.live? }

@@ -7,6 +7,12 @@ require_relative "helper"
 require "tmpdir"
 
 class TestConcurrency < Minitest::Test
+  # A Ractor's result: Ractor#value from 4.0 on, Ractor#take before (4.0
+  # removed #take), decided by what the Ruby under test has.
+  RACTOR_RESULT = <<~RUBY
+    def ractor_result(r) = r.respond_to?(:value) ? r.value : r.take
+  RUBY
+
   def test_threads_allocating
     Sampler.start(interval: 512, mode: :fixed)
     threads = 8.times.map do |t|
@@ -40,11 +46,11 @@ class TestConcurrency < Minitest::Test
   end
 
   def test_ractors
-    out, err, status = run_ruby(<<~RUBY, args: ["-W0"])
+    out, err, status = run_ruby(RACTOR_RESULT + <<~RUBY, args: ["-W0"])
       S = ObjectSpace::AllocationSampler
       S.start(interval: 1024, mode: :fixed)
       rs = 4.times.map { |k| Ractor.new(k) { |k| a = []; 50_000.times { |i| a << "r\#{k}-\#{i}"; a.clear if a.size > 100 }; k } }
-      p rs.map(&:take).sort
+      p rs.map { |r| ractor_result(r) }.sort
       s = S.stats
       p s[:samples] > 100
       p S.samples.any? { |x| x.frames.any? { |f| f[2].include?("block in <main>") } }
@@ -97,11 +103,11 @@ class TestConcurrency < Minitest::Test
   # A Ractor parked in newobj_cache_miss while another stops, starts or
   # clears must take its slot from the rejoined list, never overwrite it.
   def test_ractor_control_while_another_allocates
-    out, err, status = run_ruby(<<~RUBY, args: ["-W0"])
+    out, err, status = run_ruby(RACTOR_RESULT + <<~RUBY, args: ["-W0"])
       S = ObjectSpace::AllocationSampler
       r = Ractor.new { a = []; i = 0; until i == 2_000_000; a << "r\#{i}" << [i]; a.clear if a.size > 200; i += 1; end; :ok }
       n = 0
-      until r.respond_to?(:take) && n > 3000
+      until n > 3000
         case n % 3
         when 0 then S.stop
         when 1 then S.start(interval: 17, mode: :fixed, max_samples: 2000)
@@ -109,7 +115,7 @@ class TestConcurrency < Minitest::Test
         end
         n += 1
       end
-      p r.take
+      p ractor_result(r)
     RUBY
     assert status.success?, err
     assert_equal ":ok\n", out
@@ -117,12 +123,12 @@ class TestConcurrency < Minitest::Test
 
   # Reading samples (snapshot, Sample#live?) while another Ractor samples.
   def test_ractor_read_while_another_samples
-    out, err, status = run_ruby(<<~RUBY, args: ["-W0"])
+    out, err, status = run_ruby(RACTOR_RESULT + <<~RUBY, args: ["-W0"])
       S = ObjectSpace::AllocationSampler
       S.start(interval: 64, max_samples: 500)
       r = Ractor.new { a = []; 1_000_000.times { |i| a << "x\#{i}"; a.clear if a.size > 100 }; :ok }
       200.times { S.samples.each { |s| s.live?; s.age; s.frames }; S.write_collapsed(File::NULL) }
-      p r.take
+      p ractor_result(r)
     RUBY
     assert status.success?, err
     assert_equal ":ok\n", out

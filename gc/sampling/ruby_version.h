@@ -1,0 +1,97 @@
+/*
+ * ruby_version.h: what differs between the Ruby versions this library
+ * builds for, in one place.  Every other file is written once, against
+ * the names defined here (4.0's names where 4.0 has one).
+ *
+ *   3.4.x   patches/3.4   (tested: 3.4.5, 3.4.9)
+ *   4.0.x   patches/4.0   (tested: 4.0.5)
+ *
+ * The differences, and what each means for the sampler:
+ *
+ *   - The VM lock.  4.0's rb_gc_vm_lock takes the caller's file and line,
+ *     through RB_GC_VM_LOCK() / RB_GC_VM_UNLOCK(lev) (gc/gc.h); 3.4 has
+ *     neither macro: they are defined here on 3.4's functions.
+ *   - Sanitizer helpers.  3.4's default.c includes internal/sanitizers.h
+ *     in every build; 4.0's, in a modular build, replaces the helpers with
+ *     no-ops of its own and would redefine them if that header came first.
+ *     So sampling.c gets it on 3.4 only (SAMPLING_INCLUDE_SANITIZERS), and
+ *     on 4.0 the sampled slot is not unpoisoned, as default.c's own are not.
+ *   - STATIC_ASSERT comes with default.c's includes on 3.4; 4.0's modular
+ *     build does not include internal/static_assert.h.
+ *   - Allocation counts.  3.4 counts an allocation in newobj_alloc, which
+ *     every slot the cache miss hands out passes, sampled ones included.
+ *     4.0 counts in ractor_cache_allocate_slot, per cache
+ *     (allocated_objects_count), and adds to the heap's total every 1024
+ *     (ALLOCATED_COUNT_STEP) and when the cache is cleared or stats are
+ *     read.  So on 4.0 (SAMPLING_CACHE_COUNTS):
+ *       * the sampled slot, popped without that function, is counted by
+ *         SAMPLING_COUNT_SAMPLED_SLOT (else GC.verify_internal_consistency
+ *         finds one live object too many and calls rb_bug);
+ *       * a heap's allocations are its total plus every cache's pending
+ *         count (SAMPLING_CACHE_PENDING), read, never flushed: flushing
+ *         another Ractor's cache would race with its fast path.
+ *   - Class names.  4.0 keeps classpath per namespace box:
+ *     RCLASS_EXT(mod)->classpath no longer compiles; RCLASS_CLASSPATH and
+ *     RCLASS_PERMANENT_CLASSPATH_P read the current box's.  3.4 has only
+ *     the fields: the two macros are defined here on them (frames.c).
+ *   - Ruby frames that backtraces show as C methods (a C method's label,
+ *     the file and line of the Ruby frame below), vm_backtrace.c.  3.4:
+ *     methods marked `Primitive.attr! :c_trace` (only the YJIT variants
+ *     of Integer#times and Array#each are).  4.0: every frame whose iseq
+ *     comes from an `<internal:...>` file (Integer#times, Array#each,
+ *     Kernel#loop...), and of a run of C and internal frames only the
+ *     outermost internal one is kept (SAMPLING_ONE_INTERNAL_FRAME).
+ *     SAMPLING_ISEQ_AS_CFUNC_P(iseq) tells; frames.c calls it when samples
+ *     are read and when a cut stack needs its caller's line, never per
+ *     captured frame (on 4.0 it compares the iseq's path).
+ *
+ * Not a difference here: patches/3.4 and patches/4.0 add the same hooks
+ * with the same meaning.
+ */
+#ifndef SAMPLING_RUBY_VERSION_H
+#define SAMPLING_RUBY_VERSION_H
+
+#include "ruby/version.h"
+
+#define SAMPLING_RUBY_AT_LEAST(major, minor) \
+    (RUBY_API_VERSION_MAJOR > (major) || \
+     (RUBY_API_VERSION_MAJOR == (major) && RUBY_API_VERSION_MINOR >= (minor)))
+
+#if !SAMPLING_RUBY_AT_LEAST(3, 4) || SAMPLING_RUBY_AT_LEAST(4, 1)
+# error "gc/sampling builds for Ruby 3.4.x and 4.0.x only (patches/3.4, patches/4.0)"
+#endif
+
+#if SAMPLING_RUBY_AT_LEAST(4, 0)
+/* ---- Ruby 4.0.x ---- */
+# define SAMPLING_INCLUDE_SANITIZERS 0
+# define SAMPLING_CACHE_COUNTS 1
+/* After default.c: the count ractor_cache_allocate_slot would have made. */
+# define SAMPLING_COUNT_SAMPLED_SLOT(objspace, cache, heap_idx) do { \
+        rb_ractor_newobj_heap_cache_t *sampling_hc_ = &(cache)->heap_caches[heap_idx]; \
+        if (++sampling_hc_->allocated_objects_count >= ALLOCATED_COUNT_STEP) { \
+            RUBY_ATOMIC_SIZE_ADD(heaps[heap_idx].total_allocated_objects, sampling_hc_->allocated_objects_count); \
+            sampling_hc_->allocated_objects_count = 0; \
+        } \
+    } while (0)
+# define SAMPLING_CACHE_PENDING(cache, heap_idx) ((cache)->heap_caches[heap_idx].allocated_objects_count)
+/* frames.c (vm_core.h): vm_backtrace.c's is_internal_location */
+# define SAMPLING_ISEQ_AS_CFUNC_P(iseq) \
+    (strncmp(RSTRING_PTR(rb_iseq_path(iseq)), "<internal:", sizeof("<internal:") - 1) == 0)
+# define SAMPLING_ONE_INTERNAL_FRAME 1
+#else
+/* ---- Ruby 3.4.x ---- */
+# define SAMPLING_INCLUDE_SANITIZERS 1
+# define SAMPLING_CACHE_COUNTS 0
+# define SAMPLING_COUNT_SAMPLED_SLOT(objspace, cache, heap_idx) ((void)0)  /* newobj_alloc counts it */
+# define SAMPLING_CACHE_PENDING(cache, heap_idx) 0
+# define RB_GC_VM_LOCK() rb_gc_vm_lock()
+# define RB_GC_VM_UNLOCK(lev) rb_gc_vm_unlock(lev)
+/* frames.c (internal/class.h): 4.0's readers of a class's name */
+# define RCLASS_CLASSPATH(mod) (RCLASS_EXT(mod)->classpath)
+# define RCLASS_PERMANENT_CLASSPATH_P(mod) (RCLASS_EXT(mod)->permanent_classpath)
+/* frames.c (vm_core.h): rb_iseq_attr_p(iseq, BUILTIN_ATTR_C_TRACE) */
+# define SAMPLING_ISEQ_AS_CFUNC_P(iseq) ((ISEQ_BODY(iseq)->builtin_attrs & BUILTIN_ATTR_C_TRACE) != 0)
+# define SAMPLING_ONE_INTERNAL_FRAME 0
+#endif
+
+#endif
