@@ -25,6 +25,7 @@ class TestWeakSites < Minitest::Test
   def test_dead_class_sites_keep_their_names
     Sampler.start(interval: 1, mode: :fixed)
     k = Class.new { def make = Object.new }
+    line = __LINE__ + 1
     k.new.make
     name = k.inspect
     k = nil
@@ -37,7 +38,9 @@ class TestWeakSites < Minitest::Test
     Sampler.report(io, top: 1000)
     assert_includes io.string, name
     samples = Sampler.samples
-    refute_nil samples.find { |x| x.type == :T_OBJECT && x.klass.nil? && x.frames.first[2] == "Class#new" },
+    # (k.new: on 3.4 under a Class#new frame, on 4.0 not: opt_new)
+    refute_nil samples.find { |x| x.type == :T_OBJECT && x.klass.nil? && x.frames.none? { |f| f[2] == "make" } &&
+                                  x.frames.any? { |f| f[0] == __FILE__ && f[1] == line } },
                "the sample of the dead class's instance is still there, its class gone"
     made = samples.find { |x| x.frames.any? { |f| f[2] == "make" } && x.type == :T_OBJECT }
     refute_nil made, "the site inside the dead class's method is named"
