@@ -1,4 +1,5 @@
-/* frames.c: see frames.h. */
+/* frames.c: see frames.h.  (Over 400 lines: capture and naming, the two
+ * halves of reading the VM's frames, share its internals and rules.) */
 #include "ruby/internal/config.h"
 #include "vm_core.h"
 #include "iseq.h"

@@ -1,4 +1,5 @@
-/* pprof.c: see pprof.h. */
+/* pprof.c: see pprof.h.  (Over 400 lines: the whole encoder, buffers,
+ * varints, interning and gzip, which nothing else uses.) */
 #include "pprof.h"
 #include "probe.h"
 

@@ -2,6 +2,8 @@
  * sampling.c: CRuby's default GC with an allocation sampler inside it.
  *
  * This is the only file of the library that sees the collector's internals.
+ * (Hence its length: every hook, and the sampler's state the hooks share;
+ * what each hook does is in the files below.)
  * It defines the hook points that patches/3.4 and patches/4.0 add to
  * gc/default/default.c (the same hooks; what else differs between the
  * versions is in ruby_version.h), then includes that file, so the library is the default GC compiled with

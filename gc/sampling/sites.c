@@ -1,4 +1,6 @@
-/* sites.c: see sites.h for the model and invariants. */
+/* sites.c: see sites.h for the model and invariants.  (About 400 lines:
+ * the table, the two lists, the weak references and the checks of one
+ * structure; split, each part would need the others' internals.) */
 #include "sites.h"
 #include "invariant.h"
 #include "probe.h"
