@@ -109,9 +109,13 @@ release_slot(struct sampling_records *r, uint32_t index)
 static uint32_t
 take_slot(struct sampling_records *r)
 {
-    if (sampling_records_count(r) < r->max) {
-        if (r->nfree) return r->free_slots[--r->nfree];
-        if (ensure_capacity(r)) return (uint32_t)r->used++;
+    /* a fresh slot or a free one while fewer than max are used (the high
+     * water `used` passes max only after max was lowered) */
+    if (!r->nfree) {
+        if (r->used < r->max && ensure_capacity(r)) return (uint32_t)r->used++;
+    }
+    else if (r->used - r->nfree < r->max) {
+        return r->free_slots[--r->nfree];
     }
     if (r->ndead && !r->reading) {
         uint32_t index = r->dead[r->dead_head];

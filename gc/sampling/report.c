@@ -115,8 +115,16 @@ static const char report_rb[] =
  * before the first call keeps working, and nothing is redefined); the
  * first call evaluates report.rb, which defines the private methods they
  * call. */
+struct report_args {
+    int argc;
+    VALUE *argv;
+    VALUE self;
+    ID name;
+    int kw_splat;
+};
+
 static VALUE
-report_call(int argc, VALUE *argv, VALUE self, const char *name)
+report_body(VALUE arg)
 {
     static bool loaded;
     if (!loaded) {
@@ -124,7 +132,27 @@ report_call(int argc, VALUE *argv, VALUE self, const char *name)
                    rb_str_new_cstr("<internal:allocation_sampler/report>"), INT2FIX(1));
         loaded = true;
     }
-    return rb_funcallv_kw(self, rb_intern(name), argc, argv, rb_keyword_given_p());
+    struct report_args *a = (struct report_args *)arg;
+    return rb_funcallv_kw(a->self, a->name, a->argc, a->argv, a->kw_splat);
+}
+
+static VALUE
+report_done(VALUE unused)
+{
+    sampler_quiet(false);
+    return Qnil;
+}
+
+/* The first call evaluates report.rb; report.rb works on what it read
+ * with plenty of allocations: they are counted like any, but not
+ * recorded, so they never evict the records of the program being
+ * reported on (sampler_quiet). */
+static VALUE
+report_call(int argc, VALUE *argv, VALUE self, const char *name)
+{
+    struct report_args a = { argc, argv, self, rb_intern(name), rb_keyword_given_p() };
+    sampler_quiet(true);
+    return rb_ensure(report_body, (VALUE)&a, report_done, Qnil);
 }
 
 static VALUE

@@ -65,6 +65,12 @@ struct sampling_records *sampler_records(void);
 uint64_t sampler_read_begin(unsigned int *lev);
 void sampler_read_end(unsigned int lev);
 
+/* A reader that works on what it read (report.rb) brackets that work:
+ * meanwhile samples are counted but not recorded (records.h: no record is
+ * evicted, no site folded), so its allocations never push out the
+ * program's records.  Takes the VM lock for the change only. */
+void sampler_quiet(bool on);
+
 /* A copy of the record at index if it still holds sample seq (under the VM
  * lock); false otherwise. */
 bool sampler_record_copy(uint32_t index, uint64_t seq, struct sampling_record *out);

@@ -644,6 +644,15 @@ sampler_read_end(unsigned int lev)
     RB_GC_VM_UNLOCK(lev);
 }
 
+void
+sampler_quiet(bool on)
+{
+    unsigned int lev = RB_GC_VM_LOCK();
+    if (on) sampler.records.reading++;
+    else sampler.records.reading--;
+    RB_GC_VM_UNLOCK(lev);
+}
+
 bool
 sampler_record_copy(uint32_t index, uint64_t seq, struct sampling_record *out)
 {
