@@ -124,10 +124,10 @@ pprof_build_body(VALUE arg)
         if (s->klass) labels[nlabels++] = (struct pprof_label){ b->key_class, s->klass };
         pprof_site_sample(b, s->ids, s->n, read_site_values(site, b->inuse), labels, nlabels);
     }
-    if (r->sites.other_space > 0) {
+    struct site_values other;
+    if (read_other_values(&other)) {
         uint64_t id = synthetic_location(p, READ_OTHER_SITES);
-        struct site_values sv = { r->sites.other_space, r->sites.other_objects, 0, 0 };
-        pprof_site_sample(b, &id, 1, sv, NULL, 0);
+        pprof_site_sample(b, &id, 1, other, NULL, 0);
     }
     if (!pprof_finish(p, true, &b->bytes, &b->len)) rb_memerror();
     return Qnil;

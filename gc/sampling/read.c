@@ -88,12 +88,24 @@ name_string(const char *s, uint32_t len)
 }
 
 VALUE
+read_synthetic_frames(const char *name)
+{
+    VALUE s = rb_str_freeze(rb_str_new_cstr(name));
+    return rb_ary_freeze(rb_ary_new_from_args(1, rb_ary_freeze(rb_ary_new_from_args(3, s, INT2FIX(0), s))));
+}
+
+bool
+read_other_values(struct site_values *sv)
+{
+    const struct sampling_sites *sites = &sampler_records()->sites;
+    *sv = (struct site_values){ sites->other_space, sites->other_objects, 0, 0 };
+    return sites->other_space > 0;
+}
+
+VALUE
 read_frames(const struct sampling_names *names)
 {
-    if (names->n == 0) {
-        VALUE unknown = rb_str_freeze(rb_str_new_cstr("<unknown>"));
-        return rb_ary_freeze(rb_ary_new_from_args(1, rb_ary_freeze(rb_ary_new_from_args(3, unknown, INT2FIX(0), unknown))));
-    }
+    if (names->n == 0) return read_synthetic_frames("<unknown>");
     VALUE frames = rb_ary_new_capa(names->n);
     for (uint32_t i = 0; i < names->n; i++) {
         const struct sampling_name *nm = &names->locs[i];

@@ -54,8 +54,10 @@ typedef st_data_t read_convert_fn(const struct sampling_names *names, void *arg)
 st_data_t read_site(struct read *rd, const struct sampling_stack *site, read_convert_fn *convert, void *arg);
 
 /* Frames as Sample#frames gives them: a frozen Array of frozen
- * [path, lineno, label]. */
+ * [path, lineno, label]; read_synthetic_frames, the one frame [name, 0,
+ * name] of a place with no real frame. */
 VALUE read_frames(const struct sampling_names *names);
+VALUE read_synthetic_frames(const char *name);
 
 /* What a profile shows of one site: totals of every sample taken there,
  * and in-use totals of its live records (which the read sees). */
@@ -70,8 +72,11 @@ void read_inuse(struct read *rd, st_table *inuse);
 struct site_values read_site_values(const struct sampling_stack *site, st_table *inuse);
 void read_inuse_free(st_table *inuse);
 
-/* The name a pseudo-site gets for the totals of folded sites. */
+/* The totals of folded sites (and of samples no site could take): one
+ * pseudo-site named READ_OTHER_SITES, with nothing in use; false when it
+ * holds nothing. */
 #define READ_OTHER_SITES "<other sites>"
+bool read_other_values(struct site_values *sv);
 
 /* T_STRING and friends, as names and Symbols; the imemo type's Symbol
  * (nil unless type is T_IMEMO). */

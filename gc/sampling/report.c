@@ -78,11 +78,9 @@ totals_body(VALUE arg)
     }
     st_free_table(ages);
     RB_GC_GUARD(keep);
-    if (r->sites.other_space > 0) {
-        VALUE other = rb_str_freeze(rb_str_new_cstr(READ_OTHER_SITES));
-        VALUE frames = rb_ary_freeze(rb_ary_new_from_args(1, rb_ary_freeze(rb_ary_new_from_args(3, other, INT2FIX(0), other))));
-        struct site_values sv = { r->sites.other_space, r->sites.other_objects, 0, 0 };
-        rb_ary_push(rows, totals_row(frames, Qnil, Qnil, Qnil, sv, rb_ary_new()));
+    struct site_values other;
+    if (read_other_values(&other)) {
+        rb_ary_push(rows, totals_row(read_synthetic_frames(READ_OTHER_SITES), Qnil, Qnil, Qnil, other, rb_ary_new()));
     }
     t->result = rows;
     return rows;
