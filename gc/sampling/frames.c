@@ -133,8 +133,46 @@ capture_rest(struct capture *c, bool skip_next)
     }
 }
 
+/* The walk while the stack is pred: p is the next frame of pred to
+ * compare.  Returns where the stack departs from pred (the first frame
+ * not compared, or end: all of it matched), with *matched the frames of
+ * pred it matched.  A method frame, the common one, costs its loads and
+ * three compares; a frame whose slot holds no method entry is resolved
+ * as the capture does; a rescue/ensure frame ends the comparison (the
+ * capture applies its rules). */
+static inline const rb_control_frame_t *
+match_pred(const rb_control_frame_t *cfp, const rb_control_frame_t *end, const struct sampling_frame *pred,
+           uint32_t npred, uint32_t *matched)
+{
+    const struct sampling_frame *p = pred, *pend = pred + npred;
+    for (; cfp != end; cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp)) {
+        const VALUE *pc = cfp->pc;
+        if (RB_UNLIKELY(!pc) && cfp->iseq) continue;  /* not shown */
+        /* Equal pcs are equal iseqs: a pc lies inside its iseq's code,
+         * pred's iseq is alive, and a C frame (pc 0) has none. */
+        SAMPLING_ASSERT(p == pend || p->pc != (uintptr_t)pc || p->iseq == (uintptr_t)cfp->iseq);
+        if (p == pend || p->pc != (uintptr_t)pc) break;
+        const VALUE *ep = cfp->ep;
+        VALUE v = ep[VM_ENV_DATA_INDEX_ME_CREF];
+        /* pred's method entry is one (or 0) and alive (a site whose
+         * reference died is not a recent one): a slot equal to it and
+         * non-zero holds that method entry, so the frame is no rescue
+         * frame */
+        if (RB_UNLIKELY(v != p->cme || !v)) {
+            if (!imemo_kind_p(v, imemo_ment)) {
+                if (rescue_frame_p(cfp)) break;
+                v = frame_method_entry_slow(ep, v);
+            }
+            if (v != p->cme) break;
+        }
+        p++;
+    }
+    *matched = (uint32_t)(p - pred);
+    return cfp;
+}
+
 struct sampling_capture
-sampling_frames_capture(struct sampling_frame *buf, uint32_t depth)
+sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, struct sampling_stack *const *recent)
 {
     rb_execution_context_t *ec = current_ec();
     /* No thread object yet: the VM is booting.  (cfp is NULL whenever
@@ -142,7 +180,7 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth)
      * fiber ends.) */
     if (!ec || !ec->cfp) {
         return (struct sampling_capture){ sampling_hash_end(SAMPLING_HASH_START, 0, false), 0, false,
-                                          ec ? SAMPLING_ORIGIN_NO_FRAME : SAMPLING_ORIGIN_BOOT };
+                                          ec ? SAMPLING_ORIGIN_NO_FRAME : SAMPLING_ORIGIN_BOOT, 0, NULL };
     }
 
     /* the two dummy top frames are not shown */
@@ -156,9 +194,29 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth)
      * every rule.  Its body is capture_frame written out: a call here
      * adds a register copy and a jump to every frame (the cost per frame
      * is measured in benchmark/results). */
-    const rb_control_frame_t *fast_end = end_cfp - cfp > (ptrdiff_t)depth ? cfp + depth : end_cfp;
+    uint32_t cfps = (uint32_t)(end_cfp - cfp);
+    const rb_control_frame_t *fast_end = cfps > depth ? cfp + depth : end_cfp;
     bool skip_next = false;
     uint64_t h = SAMPLING_HASH_START;
+    /* A recent site whose stack this is, compared whole (one cut at depth
+     * is not: its last frames follow other rules), if it was found for as
+     * many control frames (a stack of another depth is not worth
+     * comparing).  The first that departs after its first frame gives its
+     * frames so far. */
+    for (int i = 0; i < SAMPLING_RECENT_WAYS; i++) {
+        const struct sampling_stack *pred = recent[i];
+        if (!pred || pred->cfps != cfps || pred->truncated || !pred->nframes) continue;
+        uint32_t matched;
+        const rb_control_frame_t *at = match_pred(cfp, fast_end, pred->frames, pred->nframes, &matched);
+        if (at == end_cfp && matched == pred->nframes) {
+            return (struct sampling_capture){ pred->hash, matched, false, SAMPLING_ORIGIN_FRAMES, cfps, pred };
+        }
+        if (!matched) continue;
+        memcpy(out, pred->frames, matched * sizeof(*out));
+        for (uint32_t j = 0; j < matched; j++) h = sampling_hash_pc(h, out++->pc);
+        cfp = at;
+        break;
+    }
     for (; cfp != fast_end; cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp)) {
         const VALUE *pc = cfp->pc;
         const rb_iseq_t *iseq = cfp->iseq;
@@ -199,7 +257,7 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth)
         }
     }
     return (struct sampling_capture){ sampling_hash_end(c.hash, n, c.truncated), n, c.truncated,
-                                      n ? SAMPLING_ORIGIN_FRAMES : SAMPLING_ORIGIN_NO_FRAME };
+                                      n ? SAMPLING_ORIGIN_FRAMES : SAMPLING_ORIGIN_NO_FRAME, cfps, NULL };
 }
 
 static uint32_t

@@ -44,11 +44,17 @@ struct sampling_capture {
     uint32_t nframes;       /* 0: no Ruby frame (origin says why) */
     bool truncated;         /* frames were left out */
     uint8_t origin;         /* enum sampling_origin (records.h) */
+    uint32_t cfps;          /* control frames (a cheap filter: sampling_stack.cfps) */
+    const struct sampling_stack *same;  /* the stack is this one of recent: buf was not written */
 };
 
 /* Fills buf with up to depth frames of the current thread, innermost first
- * (buf holds depth + 1: a location-only frame may follow a cut stack). */
-struct sampling_capture sampling_frames_capture(struct sampling_frame *buf, uint32_t depth);
+ * (buf holds depth + 1: a location-only frame may follow a cut stack).
+ * recent (SAMPLING_RECENT_WAYS sites, some NULL) are stacks seen before,
+ * one of them likely this one: the walk compares with them first and,
+ * while one matches, neither stores nor hashes. */
+struct sampling_capture sampling_frames_capture(struct sampling_frame *buf, uint32_t depth,
+                                                struct sampling_stack *const *recent);
 
 /* A frame as caller_locations shows it. */
 struct sampling_location {

@@ -150,7 +150,7 @@ static bool sampling_ractors;
 
 STATIC_ASSERT(free_slot_layout, sizeof(struct free_slot) == sizeof(struct sample_point_slot) &&
               offsetof(struct free_slot, next) == offsetof(struct sample_point_slot, next));
-STATIC_ASSERT(heap_count, HEAP_COUNT <= SAMPLER_MAX_HEAPS);
+STATIC_ASSERT(heap_count, HEAP_COUNT <= SAMPLER_MAX_HEAPS && HEAP_COUNT <= SAMPLING_RECENT_SLOTS);
 
 /* GC.config[:implementation] and RUBY_DESCRIPTION read this name. */
 const char *
@@ -294,7 +294,9 @@ sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, si
     sampler.points[heap_idx] += points;
 
     uint16_t type = (uint16_t)(flags & RUBY_T_MASK);
-    struct sampling_capture capture = sampling_frames_capture(sampler.scratch, sampler.params.depth);
+    /* this heap's last sites: the stack is often one of theirs */
+    struct sampling_capture capture = sampling_frames_capture(sampler.scratch, sampler.params.depth,
+                                                              sampling_sites_recent(&sampler.records.sites, (uint8_t)heap_idx));
     struct sampling_sample_in in;
     in.obj = obj;
     /* the class word of an imemo holds internal data, not a class */
@@ -306,6 +308,20 @@ sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, si
     in.site.kind.type = type;
     in.site.kind.imemo_type = type == T_IMEMO ? (uint8_t)((flags >> FL_USHIFT) & 0x0f) : 0; /* IMEMO_MASK, internal/imemo.h */
     in.site.kind.origin = capture.origin;
+    in.site.recent = (uint8_t)heap_idx;
+    in.site.cfps = capture.cfps;
+    in.site.site = NULL;
+    const struct sampling_stack *same = capture.same;
+    if (same) {
+        /* a recent site's stack: that site, if the class and kind are too */
+        if (same->klass == in.site.klass && same->kind.word == in.site.kind.word) {
+            in.site.site = (struct sampling_stack *)same;
+            in.site.frames = same->frames;
+        }
+        else {
+            memcpy(sampler.scratch, same->frames, same->nframes * sizeof(*same->frames));
+        }
+    }
     GC_ASSERT(in.site.hash == sampling_stack_hash(in.site.frames, in.site.nframes, in.site.truncated));
     in.sample.weight = sampler.config.mode == SAMPLING_MODE_FIXED ? (double)points * (double)sampler.config.interval
                                                                   : sampler.poisson_weight[heap_idx];

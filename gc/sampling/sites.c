@@ -195,9 +195,21 @@ sampling_site_unuse(struct sampling_sites *sites, struct sampling_stack *s)
     if (--s->refcount == 0) idle_link(sites, s);
 }
 
+/* s is named or freed: no longer a site a capture may match. */
+static void
+recent_forget(struct sampling_sites *sites, const struct sampling_stack *s)
+{
+    for (int i = 0; i < SAMPLING_RECENT_SLOTS; i++) {
+        for (int j = 0; j < SAMPLING_RECENT_WAYS; j++) {
+            if (sites->recent[i].ways[j] == s) sites->recent[i].ways[j] = NULL;
+        }
+    }
+}
+
 static void
 site_free(struct sampling_sites *sites, struct sampling_stack *s)
 {
+    recent_forget(sites, s);
     if (!s->names) table_remove(&sites->table, s);
     stack_drop_refs(sites, s, stack_nrefs(s));
     if (s->names != &sampling_names_unknown) free(s->names);
@@ -220,9 +232,13 @@ site_fold_oldest_idle(struct sampling_sites *sites)
     return true;
 }
 
-struct sampling_stack *
-sampling_sites_find(struct sampling_sites *sites, const struct sampling_site_key *key, bool may_fold)
+static struct sampling_stack *
+sites_lookup(struct sampling_sites *sites, const struct sampling_site_key *key, bool may_fold)
 {
+    if (key->site) {
+        SAMPLING_ASSERT(site_equal(key->site, key));
+        return key->site;
+    }
     struct sampling_stack_table *t = &sites->table;
     if (t->capacity) {
         size_t mask = t->capacity - 1;
@@ -248,6 +264,23 @@ sampling_sites_find(struct sampling_sites *sites, const struct sampling_site_key
     table_insert(t, s);
     site_link(sites, s);
     idle_link(sites, s);
+    return s;
+}
+
+struct sampling_stack *
+sampling_sites_find(struct sampling_sites *sites, const struct sampling_site_key *key, bool may_fold)
+{
+    struct sampling_stack *s = sites_lookup(sites, key, may_fold);
+    if (s && !key->site) {
+        s->cfps = key->cfps;
+        struct sampling_recent *r = &sites->recent[key->recent];
+        bool known = false;
+        for (int j = 0; j < SAMPLING_RECENT_WAYS; j++) known |= r->ways[j] == s;
+        if (!known) {
+            r->ways[r->next] = s;
+            r->next = (r->next + 1) % SAMPLING_RECENT_WAYS;
+        }
+    }
     return s;
 }
 
@@ -291,6 +324,7 @@ sampling_sites_check_refs(struct sampling_sites *sites, sampling_ref_state_fn *s
              * drops its frames' references, keeps a live class */
             struct sampling_names *names = name(site, data);
             table_remove(&sites->table, site);
+            recent_forget(sites, site);
             for (uint32_t i = 1; i < n; i++) {
                 uintptr_t ref = stack_ref(site, i);
                 if (ref) refset_remove(&sites->refs, ref);
@@ -392,6 +426,12 @@ sampling_sites_verify(const struct sampling_sites *sites, size_t uses)
         if (idle_listed > count) err = "the idle list loops";
     }
     if (!err && idle_listed != idle) err = "idle sites != the idle list";
+    for (int i = 0; i < SAMPLING_RECENT_SLOTS * SAMPLING_RECENT_WAYS && !err; i++) {
+        const struct sampling_stack *r = sites->recent[i / SAMPLING_RECENT_WAYS].ways[i % SAMPLING_RECENT_WAYS];
+        const struct sampling_stack *s = sites->oldest;
+        while (r && s && s != r) s = s->newer;
+        if (r && (!s || r->names)) err = "a recent site is named or gone";
+    }
     /* every reference held is counted once per site that holds it */
     struct refset expected = { 0 };
     for (const struct sampling_stack *s = sites->oldest; s; s = s->newer) {

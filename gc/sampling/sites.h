@@ -27,6 +27,7 @@
  *   refs counts == references held by sites
  *   a stored site's hash == sampling_stack_hash of its frames
  *   a stored site sits in the probe run from its home (hash and class)
+ *   a recent site is a stored site (never named, never freed)
  *
  * Memory comes from malloc only; no locking (the owner serialises).
  * Object references are opaque uintptr_t here (VALUE in CRuby).
@@ -129,6 +130,7 @@ struct sampling_stack {
     double alloc_space;     /* estimated bytes allocated here (every sample's weight) */
     double alloc_objects;   /* estimated objects (every sample's weight / size) */
     uint32_t refcount;      /* records that use it (sampling_site_use) */
+    uint32_t cfps;          /* control frames of the stack it was last found for (a filter for the capture) */
     uint32_t nframes;
     struct sampling_kind kind;
     bool truncated;         /* cut at depth */
@@ -141,8 +143,19 @@ struct sampling_stack_table {
     size_t capacity, size;
 };
 
+/* The sites last found, a few per slot the caller picks (a heap): a
+ * sample's stack is often one of its predecessors', and the capture
+ * compares the live stack with these before storing or hashing it. */
+#define SAMPLING_RECENT_SLOTS 8
+#define SAMPLING_RECENT_WAYS 4
+struct sampling_recent {
+    struct sampling_stack *ways[SAMPLING_RECENT_WAYS];  /* NULL: none; never a named or freed site */
+    uint32_t next;                                      /* the way a new site replaces */
+};
+
 struct sampling_sites {
     size_t max;                         /* sites kept (max_samples) */
+    struct sampling_recent recent[SAMPLING_RECENT_SLOTS];
     struct sampling_stack_table table;  /* the sites not named */
     struct sampling_stack *oldest, *newest;             /* every site */
     struct sampling_stack *idle_oldest, *idle_newest;   /* sites without records */
@@ -161,7 +174,18 @@ struct sampling_site_key {
     uint32_t nframes;
     bool truncated;
     struct sampling_kind kind;
+    uint8_t recent;                     /* the recent slot to set (< SAMPLING_RECENT_SLOTS) */
+    uint32_t cfps;                      /* control frames the capture saw (not part of the key) */
+    struct sampling_stack *site;        /* non-NULL: this site equals the key (the capture found it) */
 };
+
+/* The recent sites of slot (SAMPLING_RECENT_WAYS, some NULL) for a
+ * capture to compare with (sampling_frames_capture). */
+static inline struct sampling_stack *const *
+sampling_sites_recent(const struct sampling_sites *sites, uint8_t slot)
+{
+    return sites->recent[slot].ways;
+}
 
 /* The site of key, stored now if new (idle, no record yet); NULL when
  * it would pass max sites and none can be folded (none is idle, or

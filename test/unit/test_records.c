@@ -25,6 +25,7 @@ static uint64_t rnd(uint64_t n) { return sampling_rng_next(&rng) % n; }
 enum { OBJECTS = 4096 };
 static unsigned char dead_obj[OBJECTS * 2 + 64];
 static int die_percent;
+static uint64_t recent_hits;   /* samples whose site came from a recent one (find_recent) */
 
 static int
 liveness(uintptr_t obj, void *data)
@@ -106,6 +107,27 @@ sample_in(struct sampling_sample_in *in, struct sampling_frame *frames, uintptr_
     in->sample.weight = 40.0 * (double)(1 + rnd(100));
     in->sample.size = 40;
     in->site.kind.type = (uint16_t)rnd(3);
+    in->site.recent = (uint8_t)rnd(SAMPLING_RECENT_SLOTS);
+}
+
+/* As the capture does, half the time: the key's site when a recent site of
+ * its slot has the same stack, class and kind (sampling_frames_capture
+ * compares only whole, uncut stacks). */
+static void
+find_recent(const struct sampling_records *r, struct sampling_sample_in *in)
+{
+    if (rnd(2)) return;
+    struct sampling_stack *const *ways = sampling_sites_recent(&r->sites, in->site.recent);
+    for (int i = 0; i < SAMPLING_RECENT_WAYS; i++) {
+        struct sampling_stack *s = ways[i];
+        if (s && !s->truncated && !in->site.truncated && s->nframes == in->site.nframes && s->klass == in->site.klass &&
+            s->kind.word == in->site.kind.word && s->hash == in->site.hash &&
+            memcmp(s->frames, in->site.frames, s->nframes * sizeof(*s->frames)) == 0) {
+            in->site.site = s;
+            recent_hits++;
+            return;
+        }
+    }
 }
 
 static void
@@ -156,7 +178,12 @@ test_random_streams(void)
                     if (r.items[i].seq) { read_index[nread] = (uint32_t)i; read_seq[nread++] = r.items[i].seq; }
                 }
                 break;
-              default: sample_in(&in, frames, base); sampling_records_add(&r, &in); added += in.sample.weight; break;
+              default:
+                sample_in(&in, frames, base);
+                find_recent(&r, &in);
+                sampling_records_add(&r, &in);
+                added += in.sample.weight;
+                break;
             }
             const char *err = sampling_records_verify(&r);
             if (err) { CHECK(!err, "seed %llu op %d: %s", (unsigned long long)seed, op, err); ok = 0; }
@@ -186,8 +213,10 @@ test_random_streams(void)
         drops += r.dropped;
         sampling_records_free(&r);
     }
-    CHECK(folds && evictions && drops && named, "the streams folded (%llu), evicted (%llu), dropped (%llu), named (%d)",
-          (unsigned long long)folds, (unsigned long long)evictions, (unsigned long long)drops, named);
+    CHECK(folds && evictions && drops && named && recent_hits,
+          "the streams folded (%llu), evicted (%llu), dropped (%llu), named (%d), found recent sites (%llu)",
+          (unsigned long long)folds, (unsigned long long)evictions, (unsigned long long)drops, named,
+          (unsigned long long)recent_hits);
 }
 
 static void

@@ -1,0 +1,96 @@
+# A stack seen again is still shown exactly as caller_locations shows it.
+#
+# The capture first compares the live stack with the last few sites of the
+# same heap (frames.c, match_pred) and, when one matches whole, takes that
+# site without storing or hashing the stack.  Here the sampler runs while
+# the same places allocate again and again, in runs and in random order,
+# so that a stack is often the same as a recent one and often departs from
+# one after some frames (same method, other block; same caller line, other
+# C method; a rescue or ensure frame, whose next frame is not shown;
+# recursion one level deeper): every sample must still be its own stack.
+#
+# The probes have ten instance variables, so they live in a heap of their
+# own (the recent sites are kept per heap), and the sampled phase makes
+# nothing else there: each site's expected stack is taken by
+# caller_locations in a first, unsampled pass over the same lines.
+require_relative "helper"
+
+class RepeatProbe
+  attr_reader :locs
+  def initialize(record)
+    @a = @b = @c = @d = @e = @f = @g = @h = @i = nil
+    @locs = caller_locations(1) if record
+  end
+end
+
+class RepeatSites
+  def plain(r) = RepeatProbe.new(r)
+  def in_times(r) = 1.times { return RepeatProbe.new(r) }
+  def in_each(r) = [1].each { return RepeatProbe.new(r) }
+  def twice(r) = [1].each { return RepeatProbe.new(r) }
+
+  def in_rescue(r)
+    raise ERR
+  rescue
+    RepeatProbe.new(r)
+  end
+
+  def in_ensure(r)
+    p = nil
+    begin
+      raise ERR
+    ensure
+      p = RepeatProbe.new(r)
+    end
+  rescue
+    p
+  end
+
+  ERR = RuntimeError.new("x")
+
+  # one call instruction, two C methods (Array#map, Array#each) yielding to
+  # one block: stacks that differ only in one C frame's method entry
+  def c_methods(r, kind) = [1].__send__(kind ? :map : :each) { return RepeatProbe.new(r) }
+
+  def deep(r, n) = n.zero? ? RepeatProbe.new(r) : deep(r, n - 1)
+
+  def self.dm_class = Class.new { define_method(:dm) { |r| RepeatProbe.new(r) } }
+end
+
+class TestRepeatedStacks < Minitest::Test
+  def frames_of(locs) = locs.map { |l| [l.path, l.lineno, l.label] }
+
+  def drive(calls, list, record) = list.map { |i| calls[i].(record) }
+
+  def test_every_repeated_stack_is_its_own
+    sites = RepeatSites.new
+    dm = RepeatSites.dm_class.new
+    calls = [
+      ->(r) { sites.plain(r) }, ->(r) { sites.in_times(r) }, ->(r) { sites.in_each(r) }, ->(r) { sites.twice(r) },
+      ->(r) { sites.in_rescue(r) }, ->(r) { sites.in_ensure(r) },
+      ->(r) { sites.c_methods(r, true) }, ->(r) { sites.c_methods(r, false) },
+      ->(r) { sites.deep(r, 3) }, ->(r) { sites.deep(r, 4) }, ->(r) { dm.dm(r) },
+    ]
+    rng = Random.new(7)
+    order = Array.new(120) { rng.rand(calls.size) }.flat_map { |i| [i] * (1 + rng.rand(3)) }
+    # both passes call drive from one line, so the frames below match too;
+    # the first (unsampled) records each site's stack, its fourth call
+    # once the class knows its size
+    warm = (0...calls.size).flat_map { |i| [i] * 4 }
+    made = {}
+    [true, false].each do |record|
+      Sampler.start(interval: 1, mode: :fixed, max_samples: 200_000) unless record
+      made[record] = drive(calls, record ? warm : order, record)
+      Sampler.stop unless record
+    end
+    expected = made[true].each_slice(4).map { |probes| frames_of(probes.last.locs) }
+    by_object = {}.compare_by_identity
+    Sampler.each_sample { |s| by_object[s.object] = s if s.object.is_a?(RepeatProbe) }
+    made[false].each_with_index do |obj, k|
+      s = by_object[obj]
+      refute_nil s, "call #{k} (site #{order[k]}) was sampled (interval 1)"
+      assert_equal expected[order[k]], s.frames, "call #{k} (site #{order[k]})"
+      refute s.truncated?
+    end
+  end
+end
