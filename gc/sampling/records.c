@@ -260,6 +260,28 @@ live_drop(struct sampling_records *r, size_t pos)
     release_slot(r, index);
 }
 
+/* A record whose object the owner knows to be gone (a freed malloc'd
+ * block, malloc.c): dead as if a marking had found it so. */
+bool
+sampling_records_end(struct sampling_records *r, uint32_t index, uint64_t seq, size_t gc_count)
+{
+    if (index >= r->used) return false;
+    struct sampling_record *rec = &r->items[index];
+    if (rec->seq != seq || rec->live_pos == SAMPLING_NONE) return false;
+    size_t pos = rec->live_pos;
+    if (pos < r->nold) {
+        r->nold--;
+        if (pos < r->nold) live_move(r, r->nold, pos);
+        pos = r->nold;
+    }
+    if (pos < r->nlive - 1) live_move(r, r->nlive - 1, pos);
+    r->nlive--;
+    rec->live_pos = SAMPLING_NONE;
+    rec->freed_gc = gc_count;
+    if (!dead_push(r, index)) release_slot(r, index);
+    return true;
+}
+
 static int
 compare_seq(const void *a, const void *b)
 {
