@@ -7,60 +7,62 @@
  * Model.  Each thread's malloc'd bytes are a stream marked by sample
  * points, as a heap's slot bytes are (gap.h): malloc and calloc put `size`
  * bytes on the stream, realloc its growth (new_size - old_size when
- * positive).  The allocation holding a point is sampled: its block comes
- * from a private arena (below) and gets a record, with the stack, the size
- * that went through the stream and the weight gap.h gives.  fixed mode:
- * per thread, points == floor(bytes / interval) exactly.
+ * positive).  The allocation holding a point is sampled: its block is
+ * entered in a table of sampled blocks and gets a record, with the stack,
+ * the bytes that went through the stream (the growth, for a realloc) and
+ * the weight gap.h gives.  fixed mode: per thread, points ==
+ * floor(bytes / interval) exactly.
  *
  * The paths, numbered as they run:
  *
  *   1. every malloc/calloc/realloc: a compare and a subtract on the
  *      thread's countdown (initial-exec TLS: %fs-relative, no call), then
- *      the default GC's own function.  A new thread's countdown is 0, so
- *      its first allocation takes the slow path, which sets it up.
+ *      the default GC's own function (which does the GC's accounting).  A
+ *      new thread's countdown is 0, so its first allocation takes the slow
+ *      path, which sets it up.
  *   2. slow path (malloc_count): a point, or a start/stop/clear since the
  *      thread last looked (malloc_epoch), or the sampler is off (then the
  *      countdown is set to MALLOC_OFF_RECHECK: a look every 64 KiB).
- *   3. a sample: the block comes from the arena, accounted to the GC's
- *      malloc counters as default.c would (so malloc_limit triggers GC as
- *      before), then recorded (malloc_record).
- *   4. every free/realloc: "is it in the arena?" is a subtract and a
- *      compare of the pointer against the arena's range; only a sampled
- *      block answers yes, and its header says which record ends.
+ *   3. a sample: the block (from glibc, like any other) is entered in the
+ *      table and recorded (malloc_record).
+ *   4. every free/realloc: one byte of a 64 KiB filter, indexed by the
+ *      pointer's bits, says whether a sampled block could have this
+ *      address: a shift, a mask, a load, a test, a branch.  Only then is
+ *      the table asked (under malloc_lock), and the block's record ends.
  *
- * Knowing a block was sampled.  Sampled blocks live in one reserved range
- * of address space (mmap PROT_NONE, committed as it fills), so free asks
- * `ptr - arena_base < arena_size`: two loads, a subtract, a compare, a
- * branch, and no table is read for the blocks that were not sampled.  A
- * filter in front of a hash table would cost a hash and a load on every
- * free, and its false positives a probe.  The arena is a power-of-two
- * size-class allocator with a 32-byte header per block; it serves one
- * block per interval, so its speed hardly matters.  The word before the
- * block reads as a glibc mmapped chunk of the block's size, so a
- * malloc_usable_size() of it (gc.c does that on some xmalloc'd memory)
- * answers instead of crashing.  Plain free() of a sampled block crashes:
- * a program that does that with xmalloc'd memory is already wrong.
+ * Why a filter and a table, not a private arena.  An arena for sampled
+ * blocks (one reserved range, so free asks `ptr - base < size`) costs
+ * about as little on free, but a sampled block would then not be glibc's,
+ * and CRuby itself frees some xmalloc'd memory with plain free() (3.4.5's
+ * vm_eval.c hands xmalloc'd local names to prism, which frees them with
+ * free()): glibc aborts on such a block.  With glibc's blocks, plain
+ * free() works; its only cost is that the table keeps the entry until a
+ * block at that address is freed or sampled again, which ends the record
+ * then (README, Limits).  The filter's bytes count the sampled blocks
+ * that map to them (saturating at 255); with the default interval a few
+ * hundred live samples set a few hundred of 65,536 bytes, so an unsampled
+ * free almost never reaches the lock.
  *
  * Threads.  xmalloc and xfree run with or without the GVL, from any
- * thread.  malloc_lock (a mutex: taken only for sampled blocks) guards the
- * arena and the event queue.  The records (records.h) belong to the GVL
- * and the VM lock: a thread touches them only when it holds the GVL, no
- * second Ractor was made and no read is on (malloc_inline_ok); else it
- * queues what happened (a sample, with its stack copied if it could walk
- * its own stack, else the synthetic frame `<no GVL>`; or the end of a
- * record) and the next holder applies the queue in order, under both
- * locks (malloc_drain: the next sample or free inline, the end of every
- * marking, every read and stats).  Lock order: GVL / VM lock, then
- * malloc_lock; never the other way.  A full queue drops the sample
- * (counted) or leaves a record live (counted as lost frees).
+ * thread.  malloc_lock (a mutex: taken only for sampled blocks and the
+ * filter's false positives) guards the table and the event queue.  The
+ * records (records.h) belong to the GVL and the VM lock: a thread touches
+ * them only when it holds the GVL, no second Ractor was made and no read
+ * is on (malloc_inline_ok); else it queues what happened (a sample, with
+ * its stack copied if it holds the GVL and could walk its own stack, else
+ * the synthetic frame `<no GVL>`; or the end of a record) and the next
+ * owner applies the queue in order, under both locks (malloc_drain: the
+ * next sample inline, the end of every marking, every read and stats).
+ * Lock order: GVL / VM lock, then malloc_lock; never the other way.  A
+ * full queue drops the sample (counted) or leaves a record live (counted
+ * as a lost free; both in stats[:dropped]).
  *
  * Liveness is exact: a record lives until its block is freed or
- * reallocated.  In the records' live list a block is its header's address
- * with the low bit set, which no object has: the end-of-marking check
- * calls it live, compaction leaves it alone, and Sample#object is nil.
+ * reallocated.  In the records' live list a block is its address with
+ * the low bit set, which no object has: the end-of-marking check calls it
+ * live, compaction leaves it alone, and Sample#object is nil.
  */
 #include <pthread.h>
-#include <sys/mman.h>
 
 /* ---- the thread's countdown ---- */
 
@@ -149,117 +151,111 @@ malloc_take(uint64_t bytes)
     return malloc_count(t, bytes);
 }
 
-/* ---- the arena of sampled blocks ---- */
+/* ---- the table of sampled blocks, and its filter ---- */
 
-struct arena_block {
-    union {
-        uint64_t seq;                   /* the record's sample, while in use */
-        struct arena_block *next_free;  /* while free */
-    };
+/* A sampled block: its address and its record (or its queued event). */
+struct malloc_block {
+    uintptr_t ptr;          /* 0: empty; MALLOC_TOMBSTONE: removed */
     uint32_t record;        /* record index; SAMPLING_NONE: none (dropped, or still queued) */
     uint32_t event;         /* queued: its event's index + 1; 0: not queued */
-    uint64_t size;          /* bytes asked for */
-    uint64_t glibc_size;    /* what malloc_usable_size() reads: an mmapped chunk of the size rounded to 16 */
+    uint64_t seq;           /* the record's sample */
 };
-STATIC_ASSERT(arena_block_header, sizeof(struct arena_block) == 32);
+#define MALLOC_TOMBSTONE ((uintptr_t)1)
 
-#define ARENA_MIN_CLASS 6           /* 64-byte blocks (header included) */
-#define ARENA_CLASSES 48
-#define ARENA_COMMIT_STEP ((size_t)2 << 20)
-#define ARENA_RELEASE_MIN ((size_t)64 << 10)   /* free blocks this big give their pages back */
+/* The filter: how many sampled blocks hash to each byte (saturating at
+ * 255: then that byte always says "maybe").  Written under malloc_lock,
+ * read without it by every free: a block's byte was set before the block
+ * was handed out, so its owner sees it. */
+#define MALLOC_FILTER_BITS 16
+static uint8_t malloc_filter[1 << MALLOC_FILTER_BITS];
 
-static struct {
-    uintptr_t base;         /* read without the lock by every free (set once, before size) */
-    size_t size;
-    size_t used, committed;
-    bool tried;
-    struct arena_block *free[ARENA_CLASSES];
-} arena;
+static inline size_t
+malloc_filter_index(const void *ptr)
+{
+    /* glibc's blocks are 16-byte aligned: the bits above those */
+    return ((uintptr_t)ptr >> 4) & ((1 << MALLOC_FILTER_BITS) - 1);
+}
+
+static inline bool
+malloc_maybe_sampled(const void *ptr)
+{
+    return malloc_filter[malloc_filter_index(ptr)] != 0;
+}
 
 static pthread_mutex_t malloc_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static inline bool
-arena_p(const void *ptr)
+static struct {
+    struct malloc_block *slots;
+    size_t capacity, used;  /* used counts tombstones too */
+} malloc_blocks;
+
+static inline size_t
+malloc_block_home(uintptr_t ptr, size_t capacity)
 {
-    return (uintptr_t)ptr - arena.base < __atomic_load_n(&arena.size, __ATOMIC_RELAXED);
+    return (size_t)((ptr >> 4) * UINT64_C(0x9e3779b97f4a7c15) >> 20) & (capacity - 1);
 }
 
-static inline struct arena_block *
-arena_header(void *ptr)
+/* The block of ptr, or NULL.  Under malloc_lock. */
+static struct malloc_block *
+malloc_block_find(const void *ptr)
 {
-    return (struct arena_block *)ptr - 1;
+    if (!malloc_blocks.capacity) return NULL;
+    size_t mask = malloc_blocks.capacity - 1;
+    for (size_t i = malloc_block_home((uintptr_t)ptr, malloc_blocks.capacity);; i = (i + 1) & mask) {
+        struct malloc_block *b = &malloc_blocks.slots[i];
+        if (b->ptr == (uintptr_t)ptr) return b;
+        if (!b->ptr) return NULL;
+    }
 }
 
-static unsigned
-arena_class(uint64_t size)
-{
-    uint64_t total = size + sizeof(struct arena_block);
-    unsigned cls = total <= ((uint64_t)1 << ARENA_MIN_CLASS) ? ARENA_MIN_CLASS : 64 - (unsigned)__builtin_clzll(total - 1);
-    return cls;
-}
-
-/* Reserves the range the first time (as large as the system allows). */
 static bool
-arena_reserve(void)
+malloc_blocks_grow(void)
 {
-    if (arena.tried) return arena.size != 0;
-    arena.tried = true;
-    for (unsigned shift = 36; shift >= 27; shift--) {
-        size_t size = (size_t)1 << shift;
-        void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == MAP_FAILED) continue;
-        arena.base = (uintptr_t)p;
-        __atomic_store_n(&arena.size, size, __ATOMIC_RELEASE);
-        return true;
+    size_t capacity = malloc_blocks.capacity ? malloc_blocks.capacity * 2 : 1024;
+    struct malloc_block *slots = calloc(capacity, sizeof(*slots));
+    if (!slots) return false;
+    for (size_t i = 0; i < malloc_blocks.capacity; i++) {
+        struct malloc_block *b = &malloc_blocks.slots[i];
+        if (b->ptr <= MALLOC_TOMBSTONE) continue;
+        size_t j = malloc_block_home(b->ptr, capacity);
+        while (slots[j].ptr) j = (j + 1) & (capacity - 1);
+        slots[j] = *b;
     }
-    return false;
+    size_t live = 0;
+    for (size_t i = 0; i < capacity; i++) live += slots[i].ptr != 0;
+    free(malloc_blocks.slots);
+    malloc_blocks.slots = slots;
+    malloc_blocks.capacity = capacity;
+    malloc_blocks.used = live;
+    return true;
 }
 
-/* A block for `size` bytes, or NULL (no arena, full, too big).  Under malloc_lock. */
-static struct arena_block *
-arena_alloc(uint64_t size)
+/* A new entry for ptr (none may exist), or NULL without memory.  Under malloc_lock. */
+static struct malloc_block *
+malloc_block_add(const void *ptr)
 {
-    if (size > ((uint64_t)1 << (ARENA_CLASSES - 1)) - sizeof(struct arena_block) || !arena_reserve()) return NULL;
-    unsigned cls = arena_class(size);
-    struct arena_block *b = arena.free[cls];
-    if (b) {
-        arena.free[cls] = b->next_free;
-    }
-    else {
-        size_t cap = (size_t)1 << cls;
-        if (cap > arena.size - arena.used) return NULL;
-        size_t end = arena.used + cap;
-        if (end > arena.committed) {
-            size_t to = (end + ARENA_COMMIT_STEP - 1) & ~(ARENA_COMMIT_STEP - 1);
-            if (to > arena.size) to = arena.size;
-            if (mprotect((char *)arena.base + arena.committed, to - arena.committed, PROT_READ | PROT_WRITE)) return NULL;
-            arena.committed = to;
-        }
-        b = (struct arena_block *)(arena.base + arena.used);
-        arena.used = end;
-    }
-    b->seq = 0;
+    if ((malloc_blocks.used + 1) * 2 > malloc_blocks.capacity && !malloc_blocks_grow()) return NULL;
+    size_t mask = malloc_blocks.capacity - 1;
+    size_t i = malloc_block_home((uintptr_t)ptr, malloc_blocks.capacity);
+    while (malloc_blocks.slots[i].ptr > MALLOC_TOMBSTONE) i = (i + 1) & mask;
+    struct malloc_block *b = &malloc_blocks.slots[i];
+    if (!b->ptr) malloc_blocks.used++;
+    b->ptr = (uintptr_t)ptr;
     b->record = SAMPLING_NONE;
     b->event = 0;
-    b->size = size;
-    b->glibc_size = (((size + 15) & ~(uint64_t)15) + 16) | 2;  /* IS_MMAPPED */
+    b->seq = 0;
+    uint8_t *f = &malloc_filter[malloc_filter_index(ptr)];
+    if (*f < UINT8_MAX) (*f)++;
     return b;
 }
 
 /* Under malloc_lock. */
 static void
-arena_release(struct arena_block *b)
+malloc_block_remove(struct malloc_block *b)
 {
-    unsigned cls = arena_class(b->size);
-    size_t cap = (size_t)1 << cls;
-    if (cap >= ARENA_RELEASE_MIN) {
-        /* the pages past the header go back to the system (they read as zeros) */
-        uintptr_t from = ((uintptr_t)(b + 1) + 4095) & ~(uintptr_t)4095;
-        uintptr_t to = (uintptr_t)b + cap;
-        if (to > from) madvise((void *)from, to - from, MADV_DONTNEED);
-    }
-    b->next_free = arena.free[cls];
-    arena.free[cls] = b;
+    uint8_t *f = &malloc_filter[malloc_filter_index((void *)b->ptr)];
+    if (*f < UINT8_MAX) (*f)--;
+    b->ptr = MALLOC_TOMBSTONE;
 }
 
 /* ---- events: what a thread that may not touch the records queues ---- */
@@ -268,7 +264,7 @@ enum malloc_event_op { MALLOC_EVENT_SAMPLE, MALLOC_EVENT_END };
 
 struct malloc_event {
     enum malloc_event_op op;
-    struct arena_block *block;          /* SAMPLE: its block (NULL once freed: recorded dead) */
+    void *ptr;                          /* SAMPLE: its block (NULL once freed: recorded dead) */
     uint32_t record;                    /* END: the record and its sample */
     uint64_t seq;
     struct sampling_sample sample;      /* SAMPLE */
@@ -288,13 +284,14 @@ malloc_inline_ok(void)
     return !sampling_ractors && !sampler.records.reading;
 }
 
-/* Records a sample (under malloc_lock, by the records' owner). */
+/* Records a sample of the block ptr (NULL: freed already) (under
+ * malloc_lock, by the records' owner). */
 static void
-malloc_apply_sample(struct arena_block *block, const struct sampling_sample *sample, const struct sampling_frame *frames,
+malloc_apply_sample(void *ptr, const struct sampling_sample *sample, const struct sampling_frame *frames,
                     struct sampling_capture capture, size_t gc_count)
 {
     struct sampling_sample_in in;
-    in.obj = (uintptr_t)(block ? (void *)block : (void *)&in) | 1;
+    in.obj = (uintptr_t)(ptr ? ptr : (void *)&in) | 1;
     in.site.klass = 0;
     in.site.frames = frames;
     in.site.hash = capture.hash;
@@ -306,14 +303,15 @@ malloc_apply_sample(struct arena_block *block, const struct sampling_sample *sam
     in.sample = *sample;
     uint32_t index = sampling_records_add(&sampler.records, &in);
     uint64_t seq = index == SAMPLING_NONE ? 0 : sampler.records.items[index].seq;
-    if (!block) {
+    struct malloc_block *b = ptr ? malloc_block_find(ptr) : NULL;
+    if (!b) {
         /* freed before it was recorded: counted, and dead at once */
         if (index != SAMPLING_NONE) sampling_records_end(&sampler.records, index, seq, gc_count);
         return;
     }
-    block->record = index;
-    block->seq = seq;
-    block->event = 0;
+    b->record = index;
+    b->seq = seq;
+    b->event = 0;
 }
 
 /* Applies the queue in order (under malloc_lock, by the records' owner). */
@@ -323,7 +321,7 @@ malloc_drain_locked(size_t gc_count)
     for (size_t i = 0; i < malloc_nevents; i++) {
         struct malloc_event *e = &malloc_events[i];
         if (e->op == MALLOC_EVENT_SAMPLE) {
-            malloc_apply_sample(e->block, &e->sample, e->frames, e->capture, gc_count);
+            malloc_apply_sample(e->ptr, &e->sample, e->frames, e->capture, gc_count);
             free(e->frames);
         }
         else {
@@ -352,20 +350,55 @@ malloc_queue(const struct malloc_event *e)
     return true;
 }
 
-/* Step 3's record: block was sampled for `size` bytes holding `points`. */
+/* Ends the sample of a block being freed or reallocated, if it was
+ * sampled (the filter said maybe).  Under malloc_lock. */
 static void
-malloc_record(rb_objspace_t *objspace, struct arena_block *block, uint64_t size, uint64_t points)
+malloc_forget_locked(rb_objspace_t *objspace, void *ptr, bool now)
+{
+    struct malloc_block *b = malloc_block_find(ptr);
+    if (!b) return;     /* the filter's false positive */
+    if (b->event) {
+        malloc_events[b->event - 1].ptr = NULL;     /* still queued: recorded dead */
+    }
+    else if (b->record != SAMPLING_NONE) {
+        if (now) {
+            sampling_records_end(&sampler.records, b->record, b->seq, objspace->profile.count);
+        }
+        else {
+            struct malloc_event e = { MALLOC_EVENT_END };
+            e.record = b->record;
+            e.seq = b->seq;
+            if (!malloc_queue(&e)) __atomic_fetch_add(&malloc_state.lost_frees, 1, __ATOMIC_RELAXED);
+        }
+    }
+    malloc_block_remove(b);
+}
+
+static NOINLINE(void malloc_forget(rb_objspace_t *objspace, void *ptr));
+static void
+malloc_forget(rb_objspace_t *objspace, void *ptr)
+{
+    bool now = !malloc_tls.busy && ruby_thread_has_gvl_p() && malloc_inline_ok();
+    pthread_mutex_lock(&malloc_lock);
+    malloc_forget_locked(objspace, ptr, now);
+    pthread_mutex_unlock(&malloc_lock);
+}
+
+/* Step 3: the block ptr was sampled for `size` bytes holding `points`. */
+static NOINLINE(void malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t size, uint64_t points));
+static void
+malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t size, uint64_t points)
 {
     struct malloc_thread *t = &malloc_tls;
     struct malloc_event e = { MALLOC_EVENT_SAMPLE };
-    e.block = block;
+    e.ptr = ptr;
     e.sample.weight = sampling_weight(malloc_state.mode, malloc_state.interval, (size_t)size, points);
     e.sample.allocated_gc = objspace->profile.count;
     e.sample.size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
     e.sample.heap = UINT8_MAX;
     e.capture = (struct sampling_capture){ sampling_hash_end(SAMPLING_HASH_START, 0, false), 0, false,
                                            SAMPLING_ORIGIN_NO_GVL };
-    bool gvl = ruby_thread_has_gvl_p() && !t->busy;
+    bool gvl = !t->busy && ruby_thread_has_gvl_p();
     bool now = gvl && malloc_inline_ok();
     t->busy = true;
     if (now) {
@@ -379,12 +412,19 @@ malloc_record(rb_objspace_t *objspace, struct arena_block *block, uint64_t size,
         if (e.frames) e.capture = sampling_frames_capture(e.frames, sampler.params.depth);
     }
     pthread_mutex_lock(&malloc_lock);
-    if (now) {
+    /* an entry left by a block released with plain free() (README, Limits) */
+    if (malloc_block_find(ptr)) malloc_forget_locked(objspace, ptr, now);
+    struct malloc_block *b = malloc_block_add(ptr);
+    if (!b) {
+        if (!now) free(e.frames);
+        __atomic_fetch_add(&malloc_state.dropped, 1, __ATOMIC_RELAXED);
+    }
+    else if (now) {
         malloc_drain_locked(objspace->profile.count);
-        malloc_apply_sample(block, &e.sample, e.frames, e.capture, objspace->profile.count);
+        malloc_apply_sample(ptr, &e.sample, e.frames, e.capture, objspace->profile.count);
     }
     else if (malloc_queue(&e)) {
-        block->event = (uint32_t)malloc_nevents;
+        b->event = (uint32_t)malloc_nevents;
     }
     else {
         free(e.frames);
@@ -396,132 +436,45 @@ malloc_record(rb_objspace_t *objspace, struct arena_block *block, uint64_t size,
 
 /* ---- the wrapped entry points ---- */
 
-/* A sampled block for size bytes, accounted as default.c accounts a
- * malloc (which may start a GC); NULL when the arena cannot give one. */
-static void *
-malloc_sampled_alloc(rb_objspace_t *objspace, uint64_t size, bool zero SAMPLING_GC_ALLOWED_PARAM)
-{
-    pthread_mutex_lock(&malloc_lock);
-    struct arena_block *b = arena_alloc(size ? size : 1);
-    pthread_mutex_unlock(&malloc_lock);
-    if (!b) {
-        __atomic_fetch_add(&malloc_state.dropped, 1, __ATOMIC_RELAXED);
-        return NULL;
-    }
-    void *mem = b + 1;
-    if (zero) memset(mem, 0, b->size);
-    objspace_malloc_increase(objspace, mem, b->size, 0, MEMOP_TYPE_MALLOC SAMPLING_GC_ALLOWED_ARG) {}
-    return mem;
-}
-
-/* Frees a sampled block: its record ends (step 4). */
-static void
-malloc_free_sampled(rb_objspace_t *objspace, void *ptr)
-{
-    struct arena_block *b = arena_header(ptr);
-    objspace_malloc_increase(objspace, ptr, 0, b->size, MEMOP_TYPE_FREE SAMPLING_GC_ALLOWED_TRUE) {
-        bool now = !malloc_tls.busy && ruby_thread_has_gvl_p() && malloc_inline_ok();
-        pthread_mutex_lock(&malloc_lock);
-        if (b->event) {
-            malloc_events[b->event - 1].block = NULL;   /* still queued: recorded dead */
-        }
-        else if (b->record != SAMPLING_NONE) {
-            if (now) {
-                sampling_records_end(&sampler.records, b->record, b->seq, objspace->profile.count);
-            }
-            else {
-                struct malloc_event e = { MALLOC_EVENT_END };
-                e.record = b->record;
-                e.seq = b->seq;
-                if (!malloc_queue(&e)) __atomic_fetch_add(&malloc_state.lost_frees, 1, __ATOMIC_RELAXED);
-            }
-        }
-        arena_release(b);
-        pthread_mutex_unlock(&malloc_lock);
-    }
-}
-
-static NOINLINE(void *malloc_sample_alloc(rb_objspace_t *objspace, size_t size, bool zero, uint64_t points SAMPLING_GC_ALLOWED_PARAM));
-static void *
-malloc_sample_alloc(rb_objspace_t *objspace, size_t size, bool zero, uint64_t points SAMPLING_GC_ALLOWED_PARAM)
-{
-    if (!zero) check_malloc_not_in_gc(objspace, "malloc");
-    void *mem = malloc_sampled_alloc(objspace, size, zero SAMPLING_GC_ALLOWED_ARG);
-    if (!mem) {
-        return zero ? rb_gc_impl_calloc_default(objspace, size SAMPLING_GC_ALLOWED_ARG)
-                    : rb_gc_impl_malloc_default(objspace, size SAMPLING_GC_ALLOWED_ARG);
-    }
-    malloc_record(objspace, arena_header(mem), size, points);
-    return mem;
-}
-
 void *
 rb_gc_impl_malloc(void *objspace_ptr, size_t size SAMPLING_GC_ALLOWED_PARAM)
 {
     uint64_t points = malloc_take(size);
-    if (RB_LIKELY(!points)) return rb_gc_impl_malloc_default(objspace_ptr, size SAMPLING_GC_ALLOWED_ARG);
-    return malloc_sample_alloc(objspace_ptr, size, false, points SAMPLING_GC_ALLOWED_ARG);
+    void *mem = rb_gc_impl_malloc_default(objspace_ptr, size SAMPLING_GC_ALLOWED_ARG);
+    if (RB_UNLIKELY(points) && mem) malloc_record(objspace_ptr, mem, size, points);
+    return mem;
 }
 
 void *
 rb_gc_impl_calloc(void *objspace_ptr, size_t size SAMPLING_GC_ALLOWED_PARAM)
 {
     uint64_t points = malloc_take(size);
-    if (RB_LIKELY(!points)) return rb_gc_impl_calloc_default(objspace_ptr, size SAMPLING_GC_ALLOWED_ARG);
-    return malloc_sample_alloc(objspace_ptr, size, true, points SAMPLING_GC_ALLOWED_ARG);
+    void *mem = rb_gc_impl_calloc_default(objspace_ptr, size SAMPLING_GC_ALLOWED_ARG);
+    if (RB_UNLIKELY(points) && mem) malloc_record(objspace_ptr, mem, size, points);
+    return mem;
 }
 
 void
 rb_gc_impl_free(void *objspace_ptr, void *ptr, size_t old_size)
 {
-    if (RB_UNLIKELY(arena_p(ptr))) {
-        malloc_free_sampled(objspace_ptr, ptr);
-        return;
-    }
+    if (RB_UNLIKELY(malloc_maybe_sampled(ptr)) && ptr) malloc_forget(objspace_ptr, ptr);
     rb_gc_impl_free_default(objspace_ptr, ptr, old_size);
 }
 
-/* A realloc whose growth holds a point, or of a sampled block: a new
- * block (sampled or not), the bytes copied, the old one freed (its sample,
- * if any, ends). */
-static NOINLINE(void *malloc_realloc_move(rb_objspace_t *objspace, void *ptr, size_t new_size, size_t old_size,
-                                          uint64_t growth, uint64_t points SAMPLING_GC_ALLOWED_PARAM));
-static void *
-malloc_realloc_move(rb_objspace_t *objspace, void *ptr, size_t new_size, size_t old_size, uint64_t growth,
-                    uint64_t points SAMPLING_GC_ALLOWED_PARAM)
-{
-    bool sampled_old = arena_p(ptr);
-    if (sampled_old) old_size = arena_header(ptr)->size;
-    if (!new_size) new_size = 1;
-    void *mem = points ? malloc_sampled_alloc(objspace, new_size, false SAMPLING_GC_ALLOWED_ARG) : NULL;
-    if (!mem) {
-        if (!sampled_old) return rb_gc_impl_realloc_default(objspace, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
-        mem = rb_gc_impl_malloc_default(objspace, new_size SAMPLING_GC_ALLOWED_ARG);
-        if (!mem) return NULL;
-        points = 0;
-    }
-    memcpy(mem, ptr, old_size < new_size ? old_size : new_size);
-    if (sampled_old) malloc_free_sampled(objspace, ptr);
-    else rb_gc_impl_free_default(objspace, ptr, old_size);
-    if (points) malloc_record(objspace, arena_header(mem), growth, points);
-    return mem;
-}
-
+/* A realloc ends the old block's sample (if any); its growth goes through
+ * the countdown like any allocation. */
 void *
 rb_gc_impl_realloc(void *objspace_ptr, void *ptr, size_t new_size, size_t old_size SAMPLING_GC_ALLOWED_PARAM)
 {
     if (!ptr) return rb_gc_impl_malloc(objspace_ptr, new_size SAMPLING_GC_ALLOWED_ARG);
-    bool sampled_old = arena_p(ptr);
-    if (RB_UNLIKELY(sampled_old)) old_size = arena_header(ptr)->size;
 #ifdef HAVE_MALLOC_USABLE_SIZE
-    else if (RB_UNLIKELY(!old_size)) old_size = malloc_usable_size(ptr);
+    if (RB_UNLIKELY(!old_size)) old_size = malloc_usable_size(ptr);
 #endif
-    uint64_t growth = new_size > old_size ? new_size - old_size : 0;
-    uint64_t points = malloc_take(growth);
-    if (RB_LIKELY(!points && !sampled_old)) {
-        return rb_gc_impl_realloc_default(objspace_ptr, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
-    }
-    return malloc_realloc_move(objspace_ptr, ptr, new_size, old_size, growth, points SAMPLING_GC_ALLOWED_ARG);
+    uint64_t points = malloc_take(new_size > old_size ? new_size - old_size : 0);
+    if (RB_UNLIKELY(malloc_maybe_sampled(ptr))) malloc_forget(objspace_ptr, ptr);
+    void *mem = rb_gc_impl_realloc_default(objspace_ptr, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
+    if (RB_UNLIKELY(points) && mem) malloc_record(objspace_ptr, mem, new_size - old_size, points);
+    return mem;
 }
 
 /* ---- the sampler's side (API: VM lock and barrier held) ---- */
