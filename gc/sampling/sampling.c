@@ -403,6 +403,7 @@ sampling_marks_finished(void *objspace_ptr)
 static uintptr_t
 sampling_location(uintptr_t ref, void *objspace)
 {
+    if (ref & 1) return ref;    /* a malloc'd block (malloc.c): never moved */
     return (uintptr_t)rb_gc_impl_location(objspace, (VALUE)ref);
 }
 
