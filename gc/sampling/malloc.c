@@ -22,7 +22,7 @@
  *      path, which sets it up.
  *   2. slow path (malloc_count): a point, or a start/stop/clear since the
  *      thread last looked (malloc_epoch), or the sampler is off (then the
- *      countdown is set to MALLOC_OFF_RECHECK: a look every 64 KiB).
+ *      countdown is set to MALLOC_OFF_RECHECK: a look every MiB).
  *   3. a sample: the block (from glibc, like any other) is entered in the
  *      table and recorded (malloc_record).
  *   4. every free/realloc: one byte of a 64 KiB filter, indexed by the
@@ -66,7 +66,7 @@
 
 /* ---- the thread's countdown ---- */
 
-#define MALLOC_OFF_RECHECK ((uint64_t)64 << 10)
+#define MALLOC_OFF_RECHECK ((uint64_t)1 << 20)
 
 struct malloc_thread {
     uint64_t countdown;     /* bytes before the next point: an allocation of >= countdown bytes holds it */
@@ -436,45 +436,100 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t size, uint64_t points
 
 /* ---- the wrapped entry points ---- */
 
+/* Each fast path is the countdown (or the filter) and a tail jump to
+ * default.c's function: 5 to 7 instructions (benchmark/results/malloc.md).
+ * default.c's functions are hidden (sampling.c), so the jump is direct. */
+
+enum malloc_op { MALLOC_OP_MALLOC, MALLOC_OP_CALLOC };
+
+static NOINLINE(void *malloc_slow(void *objspace, size_t size, enum malloc_op op SAMPLING_GC_ALLOWED_PARAM));
+static void *
+malloc_slow(void *objspace, size_t size, enum malloc_op op SAMPLING_GC_ALLOWED_PARAM)
+{
+    uint64_t points = malloc_count(&malloc_tls, size);
+    void *mem = op == MALLOC_OP_CALLOC ? rb_gc_impl_calloc_default(objspace, size SAMPLING_GC_ALLOWED_ARG)
+                                       : rb_gc_impl_malloc_default(objspace, size SAMPLING_GC_ALLOWED_ARG);
+    if (points && mem) malloc_record(objspace, mem, size, points);
+    return mem;
+}
+
 void *
 rb_gc_impl_malloc(void *objspace_ptr, size_t size SAMPLING_GC_ALLOWED_PARAM)
 {
-    uint64_t points = malloc_take(size);
-    void *mem = rb_gc_impl_malloc_default(objspace_ptr, size SAMPLING_GC_ALLOWED_ARG);
-    if (RB_UNLIKELY(points) && mem) malloc_record(objspace_ptr, mem, size, points);
-    return mem;
+    struct malloc_thread *t = &malloc_tls;
+    if (RB_LIKELY(size < t->countdown)) {
+        t->countdown -= size;
+        return rb_gc_impl_malloc_default(objspace_ptr, size SAMPLING_GC_ALLOWED_ARG);
+    }
+    return malloc_slow(objspace_ptr, size, MALLOC_OP_MALLOC SAMPLING_GC_ALLOWED_ARG);
 }
 
 void *
 rb_gc_impl_calloc(void *objspace_ptr, size_t size SAMPLING_GC_ALLOWED_PARAM)
 {
-    uint64_t points = malloc_take(size);
-    void *mem = rb_gc_impl_calloc_default(objspace_ptr, size SAMPLING_GC_ALLOWED_ARG);
-    if (RB_UNLIKELY(points) && mem) malloc_record(objspace_ptr, mem, size, points);
-    return mem;
+    struct malloc_thread *t = &malloc_tls;
+    if (RB_LIKELY(size < t->countdown)) {
+        t->countdown -= size;
+        return rb_gc_impl_calloc_default(objspace_ptr, size SAMPLING_GC_ALLOWED_ARG);
+    }
+    return malloc_slow(objspace_ptr, size, MALLOC_OP_CALLOC SAMPLING_GC_ALLOWED_ARG);
+}
+
+static NOINLINE(void malloc_free_slow(void *objspace, void *ptr, size_t old_size));
+static void
+malloc_free_slow(void *objspace, void *ptr, size_t old_size)
+{
+    if (ptr) malloc_forget(objspace, ptr);
+    rb_gc_impl_free_default(objspace, ptr, old_size);
 }
 
 void
 rb_gc_impl_free(void *objspace_ptr, void *ptr, size_t old_size)
 {
-    if (RB_UNLIKELY(malloc_maybe_sampled(ptr)) && ptr) malloc_forget(objspace_ptr, ptr);
-    rb_gc_impl_free_default(objspace_ptr, ptr, old_size);
+    if (RB_LIKELY(!malloc_maybe_sampled(ptr))) {
+        rb_gc_impl_free_default(objspace_ptr, ptr, old_size);
+        return;
+    }
+    malloc_free_slow(objspace_ptr, ptr, old_size);
 }
 
 /* A realloc ends the old block's sample (if any); its growth goes through
  * the countdown like any allocation. */
+static NOINLINE(void *malloc_realloc_slow(void *objspace, void *ptr, size_t new_size, size_t old_size SAMPLING_GC_ALLOWED_PARAM));
+static void *
+malloc_realloc_slow(void *objspace, void *ptr, size_t new_size, size_t old_size SAMPLING_GC_ALLOWED_PARAM)
+{
+    if (!ptr) return rb_gc_impl_malloc(objspace, new_size SAMPLING_GC_ALLOWED_ARG);
+#ifdef HAVE_MALLOC_USABLE_SIZE
+    if (!old_size) old_size = malloc_usable_size(ptr);
+#endif
+    uint64_t growth = new_size > old_size ? new_size - old_size : 0;
+    uint64_t points = malloc_take(growth);
+    if (malloc_maybe_sampled(ptr)) malloc_forget(objspace, ptr);
+    void *mem = rb_gc_impl_realloc_default(objspace, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
+    if (points && mem) malloc_record(objspace, mem, growth, points);
+    return mem;
+}
+
 void *
 rb_gc_impl_realloc(void *objspace_ptr, void *ptr, size_t new_size, size_t old_size SAMPLING_GC_ALLOWED_PARAM)
 {
-    if (!ptr) return rb_gc_impl_malloc(objspace_ptr, new_size SAMPLING_GC_ALLOWED_ARG);
-#ifdef HAVE_MALLOC_USABLE_SIZE
-    if (RB_UNLIKELY(!old_size)) old_size = malloc_usable_size(ptr);
-#endif
-    uint64_t points = malloc_take(new_size > old_size ? new_size - old_size : 0);
-    if (RB_UNLIKELY(malloc_maybe_sampled(ptr))) malloc_forget(objspace_ptr, ptr);
-    void *mem = rb_gc_impl_realloc_default(objspace_ptr, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
-    if (RB_UNLIKELY(points) && mem) malloc_record(objspace_ptr, mem, new_size - old_size, points);
-    return mem;
+    /* The common cases: a block not sampled, and either nothing counted
+     * (malloc sampling off: no size to find) or a known old size whose
+     * growth falls short of the point.  An unknown old size (0: CRuby's
+     * REALLOC_N) is found in the slow path (malloc_usable_size). */
+    if (RB_LIKELY(!malloc_maybe_sampled(ptr))) {
+        if (!malloc_state.on) {
+            return rb_gc_impl_realloc_default(objspace_ptr, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
+        }
+        struct malloc_thread *t = &malloc_tls;
+        size_t growth = new_size > old_size ? new_size - old_size : 0;
+        if (RB_LIKELY(old_size && growth < t->countdown)) {
+            t->countdown -= growth;
+            return rb_gc_impl_realloc_default(objspace_ptr, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
+        }
+    }
+    return malloc_realloc_slow(objspace_ptr, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
 }
 
 /* ---- the sampler's side (API: VM lock and barrier held) ---- */

@@ -142,6 +142,13 @@ static bool sampling_ractors;
 #define rb_gc_impl_init rb_gc_impl_init_default
 #define rb_gc_impl_ractor_cache_alloc rb_gc_impl_ractor_cache_alloc_default
 #define rb_gc_impl_after_fork rb_gc_impl_after_fork_default
+/* (hidden, so that malloc.c's wrappers jump to them directly, not through the PLT) */
+#pragma GCC visibility push(hidden)
+void *rb_gc_impl_malloc_default(void *objspace_ptr, size_t size SAMPLING_GC_ALLOWED_PARAM);
+void *rb_gc_impl_calloc_default(void *objspace_ptr, size_t size SAMPLING_GC_ALLOWED_PARAM);
+void *rb_gc_impl_realloc_default(void *objspace_ptr, void *ptr, size_t new_size, size_t old_size SAMPLING_GC_ALLOWED_PARAM);
+void rb_gc_impl_free_default(void *objspace_ptr, void *ptr, size_t old_size);
+#pragma GCC visibility pop
 #define rb_gc_impl_malloc rb_gc_impl_malloc_default
 #define rb_gc_impl_calloc rb_gc_impl_calloc_default
 #define rb_gc_impl_realloc rb_gc_impl_realloc_default
@@ -682,6 +689,7 @@ sampler_record_copy(uint32_t index, uint64_t seq, struct sampling_record *out)
     bool found = false;
     unsigned int lev = RB_GC_VM_LOCK();
     {
+        malloc_drain(rb_gc_count());    /* frees queued by other threads end records */
         const struct sampling_records *r = &sampler.records;
         if (index < r->used && r->items[index].seq == seq) {
             *out = r->items[index];
