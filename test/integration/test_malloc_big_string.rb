@@ -14,7 +14,7 @@ class TestMallocBigString < Minitest::Test
   end
 
   def test_ten_megabytes_at_its_line
-    Sampler.start(seed: 15)
+    Sampler.start(malloc: true, seed: 15)
     big = "x" * SIZE; line = __LINE__
     samples = big_samples
     assert_equal 1, samples.size, "one sample of the 10 MB buffer: #{Sampler.stats.inspect}"

@@ -36,7 +36,7 @@ class TestMallocFixedInvariant < Minitest::Test
     rng = Random.new(SEED)
     INTERVALS.each do |interval|
       S.clear
-      S.start(interval: interval, mode: :fixed, max_samples: 2_000)
+      S.start(malloc: true, interval: interval, mode: :fixed, max_samples: 2_000)
       keep = churn(rng, interval == 1 ? 300 : 3_000)
       check(interval, "churn")
       GC.start

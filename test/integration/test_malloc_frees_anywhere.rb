@@ -12,7 +12,7 @@ class TestMallocFreesAnywhere < Minitest::Test
   def setup
     $LOAD_PATH.unshift(nogvl_ext_dir)
     require "nogvl"
-    Sampler.start(seed: 3)
+    Sampler.start(malloc: true, seed: 3)
   end
 
   # the live sample of a block of SIZE (or SIZE + 1: a string's NUL) made at line
@@ -56,7 +56,7 @@ class TestMallocFreesAnywhere < Minitest::Test
     code = <<~RUBY
       $LOAD_PATH.unshift(#{nogvl_ext_dir.inspect}); require "nogvl"
       S = ObjectSpace::AllocationSampler
-      S.start(seed: 5, interval: 4096)
+      S.start(malloc: true, seed: 5, interval: 4096)
       $keep = Array.new(200) { |i| "x" * (i * 997 % 60_000 + 1_000) }
       $addrs = Array.new(20) { NoGVL.alloc(100_000) }
       t = Thread.new { loop { NoGVL.free_nogvl(NoGVL.alloc_nogvl(50_000)); Thread.pass } }

@@ -24,7 +24,7 @@ class TestMallocLiveHeap < Minitest::Test
   def test_whole_heap_estimate
     GC.start
     before = ObjectSpace.memsize_of_all
-    Sampler.start(interval: 65_536, seed: 7)
+    Sampler.start(malloc: true, interval: 65_536, seed: 7)
     keep = build(Random.new(3))
     GC.start
     grown = ObjectSpace.memsize_of_all - before

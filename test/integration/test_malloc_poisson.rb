@@ -35,7 +35,7 @@ class TestMallocPoisson < Minitest::Test
   end
 
   def test_estimates_within_six_sigma
-    Sampler.start(interval: 1, mode: :fixed, max_samples: 1_000_000)
+    Sampler.start(malloc: true, interval: 1, mode: :fixed, max_samples: 1_000_000)
     workload
     Sampler.stop
     exact = sizes_by_site
@@ -48,7 +48,7 @@ class TestMallocPoisson < Minitest::Test
 
     SEEDS.each do |seed|
       Sampler.clear
-      Sampler.start(interval: INTERVAL, mode: :poisson, seed: seed, max_samples: 100_000)
+      Sampler.start(malloc: true, interval: INTERVAL, mode: :poisson, seed: seed, max_samples: 100_000)
       workload
       Sampler.stop
       est = sizes_by_site.transform_values { |l| l.sum(&:last) }
