@@ -515,16 +515,20 @@ void *
 rb_gc_impl_realloc(void *objspace_ptr, void *ptr, size_t new_size, size_t old_size SAMPLING_GC_ALLOWED_PARAM)
 {
     /* The common cases: a block not sampled, and either nothing counted
-     * (malloc sampling off: no size to find) or a known old size whose
-     * growth falls short of the point.  An unknown old size (0: CRuby's
-     * REALLOC_N) is found in the slow path (malloc_usable_size). */
+     * (malloc sampling off: no size to find) or growth short of the
+     * point.  An unknown old size (0: CRuby's REALLOC_N) is asked of
+     * malloc_usable_size, as default.c would. */
     if (RB_LIKELY(!malloc_maybe_sampled(ptr))) {
         if (!malloc_state.on) {
             return rb_gc_impl_realloc_default(objspace_ptr, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
         }
+#ifdef HAVE_MALLOC_USABLE_SIZE
+        /* (passed on: 4.0's default.c then does not ask again; 3.4's always asks) */
+        if (!old_size && ptr) old_size = malloc_usable_size(ptr);
+#endif
         struct malloc_thread *t = &malloc_tls;
         size_t growth = new_size > old_size ? new_size - old_size : 0;
-        if (RB_LIKELY(old_size && growth < t->countdown)) {
+        if (RB_LIKELY(growth < t->countdown)) {
             t->countdown -= growth;
             return rb_gc_impl_realloc_default(objspace_ptr, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
         }
