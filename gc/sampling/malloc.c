@@ -453,26 +453,29 @@ malloc_slow(void *objspace, size_t size, enum malloc_op op SAMPLING_GC_ALLOWED_P
     return mem;
 }
 
-void *
-rb_gc_impl_malloc(void *objspace_ptr, size_t size SAMPLING_GC_ALLOWED_PARAM)
+/* The fast path of both, specialised for each by the compiler. */
+static inline void *
+malloc_fast(void *objspace, size_t size, enum malloc_op op SAMPLING_GC_ALLOWED_PARAM)
 {
     struct malloc_thread *t = &malloc_tls;
     if (RB_LIKELY(size < t->countdown)) {
         t->countdown -= size;
-        return rb_gc_impl_malloc_default(objspace_ptr, size SAMPLING_GC_ALLOWED_ARG);
+        return op == MALLOC_OP_CALLOC ? rb_gc_impl_calloc_default(objspace, size SAMPLING_GC_ALLOWED_ARG)
+                                      : rb_gc_impl_malloc_default(objspace, size SAMPLING_GC_ALLOWED_ARG);
     }
-    return malloc_slow(objspace_ptr, size, MALLOC_OP_MALLOC SAMPLING_GC_ALLOWED_ARG);
+    return malloc_slow(objspace, size, op SAMPLING_GC_ALLOWED_ARG);
+}
+
+void *
+rb_gc_impl_malloc(void *objspace_ptr, size_t size SAMPLING_GC_ALLOWED_PARAM)
+{
+    return malloc_fast(objspace_ptr, size, MALLOC_OP_MALLOC SAMPLING_GC_ALLOWED_ARG);
 }
 
 void *
 rb_gc_impl_calloc(void *objspace_ptr, size_t size SAMPLING_GC_ALLOWED_PARAM)
 {
-    struct malloc_thread *t = &malloc_tls;
-    if (RB_LIKELY(size < t->countdown)) {
-        t->countdown -= size;
-        return rb_gc_impl_calloc_default(objspace_ptr, size SAMPLING_GC_ALLOWED_ARG);
-    }
-    return malloc_slow(objspace_ptr, size, MALLOC_OP_CALLOC SAMPLING_GC_ALLOWED_ARG);
+    return malloc_fast(objspace_ptr, size, MALLOC_OP_CALLOC SAMPLING_GC_ALLOWED_ARG);
 }
 
 static NOINLINE(void malloc_free_slow(void *objspace, void *ptr, size_t old_size));
