@@ -514,27 +514,46 @@ malloc_realloc_slow(void *objspace, void *ptr, size_t new_size, size_t old_size 
     return mem;
 }
 
+/* The countdown for a realloc's growth, then default.c's realloc. */
+static inline void *
+malloc_realloc_counted(void *objspace, void *ptr, size_t new_size, size_t old_size SAMPLING_GC_ALLOWED_PARAM)
+{
+    struct malloc_thread *t = &malloc_tls;
+    size_t growth = new_size > old_size ? new_size - old_size : 0;
+    if (RB_LIKELY(growth < t->countdown)) {
+        t->countdown -= growth;
+        return rb_gc_impl_realloc_default(objspace, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
+    }
+    return malloc_realloc_slow(objspace, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
+}
+
+/* An unknown old size (0: CRuby's REALLOC_N) is asked of
+ * malloc_usable_size, as default.c would, out of line: the fast path
+ * below then needs no stack frame.  (Passed on: 4.0's default.c then
+ * does not ask again; 3.4's always asks.) */
+static NOINLINE(void *malloc_realloc_unsized(void *objspace, void *ptr, size_t new_size SAMPLING_GC_ALLOWED_PARAM));
+static void *
+malloc_realloc_unsized(void *objspace, void *ptr, size_t new_size SAMPLING_GC_ALLOWED_PARAM)
+{
+    size_t old_size = 0;
+#ifdef HAVE_MALLOC_USABLE_SIZE
+    if (ptr) old_size = malloc_usable_size(ptr);
+#endif
+    return malloc_realloc_counted(objspace, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
+}
+
 void *
 rb_gc_impl_realloc(void *objspace_ptr, void *ptr, size_t new_size, size_t old_size SAMPLING_GC_ALLOWED_PARAM)
 {
     /* The common cases: a block not sampled, and either nothing counted
      * (malloc sampling off: no size to find) or growth short of the
-     * point.  An unknown old size (0: CRuby's REALLOC_N) is asked of
-     * malloc_usable_size, as default.c would. */
+     * point. */
     if (RB_LIKELY(!malloc_maybe_sampled(ptr))) {
         if (!malloc_state.on) {
             return rb_gc_impl_realloc_default(objspace_ptr, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
         }
-#ifdef HAVE_MALLOC_USABLE_SIZE
-        /* (passed on: 4.0's default.c then does not ask again; 3.4's always asks) */
-        if (!old_size && ptr) old_size = malloc_usable_size(ptr);
-#endif
-        struct malloc_thread *t = &malloc_tls;
-        size_t growth = new_size > old_size ? new_size - old_size : 0;
-        if (RB_LIKELY(growth < t->countdown)) {
-            t->countdown -= growth;
-            return rb_gc_impl_realloc_default(objspace_ptr, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
-        }
+        if (RB_UNLIKELY(!old_size)) return malloc_realloc_unsized(objspace_ptr, ptr, new_size SAMPLING_GC_ALLOWED_ARG);
+        return malloc_realloc_counted(objspace_ptr, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
     }
     return malloc_realloc_slow(objspace_ptr, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
 }
