@@ -6,7 +6,8 @@
 # BENCH_PROFILER:
 #
 #   none                          nothing started
-#   sampler:INTERVAL:MODE[:DEPTH] ObjectSpace::AllocationSampler.start (seed 1)
+#   sampler:INTERVAL:MODE[:DEPTH] ObjectSpace::AllocationSampler.start (seed 1;
+#                                 BENCH_MALLOC=0|1: malloc: false|true)
 #   newobj:INTERVAL:MODE[:DEPTH]  the NEWOBJ-hook peer (benchmark/newobj_sampler)
 #   trace_object_allocations      ObjectSpace.trace_object_allocations_start
 #   memory_profiler               MemoryProfiler.report { workload }
@@ -42,6 +43,7 @@ when "sampler"
   opts = { interval: Integer(args[0]), mode: args[1].to_sym, seed: 1 }
   opts[:depth] = Integer(args[2]) if args[2]
   opts[:max_samples] = Integer(ENV["BENCH_MAX_SAMPLES"]) if ENV["BENCH_MAX_SAMPLES"]
+  opts[:malloc] = ENV["BENCH_MALLOC"] == "1" if ENV["BENCH_MALLOC"]   # else the library's default
   start = -> { sampler.start(**opts) }
   stop = -> { sampler.stop }
   samples = -> { sampler.stats[:samples] }

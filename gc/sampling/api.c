@@ -45,18 +45,19 @@ arg_setting(VALUE v, enum sampling_setting_id id)
     return NUM2ULL(v);
 }
 
-/* start(interval: 524_288, mode: :poisson, depth: 128, seed: nil, max_samples: 100_000) */
+/* start(interval: 524_288, mode: :poisson, depth: 128, seed: nil, max_samples: 100_000, malloc: true) */
 static VALUE
 sampler_start_m(int argc, VALUE *argv, VALUE self)
 {
     VALUE opts = Qnil;
     rb_scan_args(argc, argv, "0:", &opts);
     /* the numeric settings, in table order, then mode */
-    enum { MODE = SAMPLING_SETTINGS, NKEYS };
+    enum { MODE = SAMPLING_SETTINGS, MALLOC, NKEYS };
     static ID keys[NKEYS];
     if (!keys[0]) {
         for (int id = 0; id < SAMPLING_SETTINGS; id++) keys[id] = rb_intern(sampling_settings[id].name);
         keys[MODE] = rb_intern("mode");
+        keys[MALLOC] = rb_intern("malloc");
     }
     VALUE values[NKEYS];
     for (int i = 0; i < NKEYS; i++) values[i] = Qundef;
@@ -73,6 +74,12 @@ sampler_start_m(int argc, VALUE *argv, VALUE self)
         if (mode == ID2SYM(rb_intern("poisson"))) params.mode = SAMPLING_MODE_POISSON;
         else if (mode == ID2SYM(rb_intern("fixed"))) params.mode = SAMPLING_MODE_FIXED;
         else rb_raise(rb_eArgError, "mode must be :poisson or :fixed (got %"PRIsVALUE")", rb_inspect(mode));
+    }
+
+    if (values[MALLOC] != Qundef) {
+        VALUE m = values[MALLOC];
+        if (m != Qtrue && m != Qfalse) rb_raise(rb_eArgError, "malloc must be true or false (got %"PRIsVALUE")", rb_inspect(m));
+        params.malloc = m == Qtrue;
     }
 
     /* keep the out= of a boot-time start: the profile is still written at exit */
@@ -128,6 +135,10 @@ sampler_stats_m(VALUE self)
     rb_hash_aset(h, SYM("folded"), ULL2NUM(s.folded));
     rb_hash_aset(h, SYM("named"), ULL2NUM(s.named));
     rb_hash_aset(h, SYM("allocated_bytes"), ULL2NUM(s.allocated_bytes));
+    rb_hash_aset(h, SYM("malloc"), s.malloc ? Qtrue : Qfalse);
+    rb_hash_aset(h, SYM("malloc_allocated_bytes"), ULL2NUM(s.malloc_allocated_bytes));
+    rb_hash_aset(h, SYM("malloc_samples"), ULL2NUM(s.malloc_samples));
+    rb_hash_aset(h, SYM("malloc_points"), ULL2NUM(s.malloc_points));
     VALUE heaps = rb_ary_new_capa((long)s.nheaps);
     for (size_t i = 0; i < s.nheaps; i++) {
         VALUE hh = rb_hash_new();

@@ -36,6 +36,7 @@ sampling_params_default(struct sampling_params *params)
 {
     memset(params, 0, sizeof(*params));
     params->mode = SAMPLING_MODE_POISSON;
+    params->malloc = SAMPLING_MALLOC_DEFAULT;
     for (int id = 0; id < SAMPLING_SETTINGS; id++) {
         if (id != SAMPLING_SETTING_SEED) sampling_params_set(params, (enum sampling_setting_id)id, sampling_settings[id].def);
     }
@@ -144,6 +145,10 @@ sampling_params_parse(const char *text, struct sampling_params *params, char *er
             else if (valuelen == 5 && memcmp(value, "fixed", 5) == 0) params->mode = SAMPLING_MODE_FIXED;
             else return fail(err, errlen, "%s=%s: expected poisson or fixed", p, keylen, value, valuelen);
         }
+        else if (KEY("malloc")) {
+            if (valuelen == 1 && (*value == '0' || *value == '1')) params->malloc = *value == '1';
+            else return fail(err, errlen, "%s=%s: expected 0 or 1", p, keylen, value, valuelen);
+        }
         else if (KEY("out")) {
             if (valuelen == 0 || valuelen >= SAMPLING_OUT_MAX)
                 return fail(err, errlen, "%s=%s: expected a file path (%%p expands to the pid)", p, keylen, value, valuelen);
@@ -156,7 +161,7 @@ sampling_params_parse(const char *text, struct sampling_params *params, char *er
                 strcat(known, sampling_settings[i].name);
                 strcat(known, ", ");
             }
-            snprintf(fmt, sizeof(fmt), "unknown key '%%s'%%s (known: %smode, out)", known);
+            snprintf(fmt, sizeof(fmt), "unknown key '%%s'%%s (known: %smode, malloc, out)", known);
             return fail(err, errlen, fmt, p, keylen, "", 0);
         }
 #undef KEY

@@ -519,7 +519,8 @@ sampling_names_of(const struct sampling_frame *frames, uint32_t nframes, uint8_t
     }
     else {
         m = 1;
-        name_synthetic(&t, &at[0], origin == SAMPLING_ORIGIN_BOOT ? "<boot>" : "<no Ruby frame>");
+        name_synthetic(&t, &at[0], origin == SAMPLING_ORIGIN_BOOT ? "<boot>"
+                                   : origin == SAMPLING_ORIGIN_NO_GVL ? "<no GVL>" : "<no Ruby frame>");
     }
     text_add(&t, "", 0);
     if (t.failed) goto done;

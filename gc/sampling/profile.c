@@ -40,7 +40,7 @@ struct pprof_build {
     struct read read;
     st_table *inuse;
     struct pprof *p;
-    uint64_t key_class, key_type;
+    uint64_t key_class, key_type, key_memory;
     uint8_t *bytes;
     size_t len;
 };
@@ -96,6 +96,7 @@ pprof_build_body(VALUE arg)
     pprof_default_sample_type(p, "alloc_space");
     b->key_class = pprof_cstring(p, "class");
     b->key_type = pprof_cstring(p, "type");
+    b->key_memory = pprof_cstring(p, "memory");
 
     read_begin(&b->read);
     const struct sampling_records *r = sampler_records();
@@ -118,9 +119,11 @@ pprof_build_body(VALUE arg)
     read_inuse(&b->read, b->inuse);
     READ_SITES_FOREACH(&b->read, site) {
         const struct site_ids *s = (const struct site_ids *)read_site(&b->read, site, pprof_convert, b);
-        struct pprof_label labels[2];
+        struct pprof_label labels[3];
         size_t nlabels = 0;
         labels[nlabels++] = (struct pprof_label){ b->key_type, pprof_cstring(p, read_type_name(site->kind.type)) };
+        labels[nlabels++] = (struct pprof_label){ b->key_memory, pprof_cstring(p, site->kind.type == SAMPLING_TYPE_MALLOC
+                                                                               ? "malloc" : "slot") };
         if (s->klass) labels[nlabels++] = (struct pprof_label){ b->key_class, s->klass };
         pprof_site_sample(b, s->ids, s->n, read_site_values(site, b->inuse), labels, nlabels);
     }
@@ -149,7 +152,7 @@ pprof_bytes(void)
 {
     struct pprof *p = pprof_new();
     if (!p) rb_memerror();
-    struct pprof_build b = { READ_INIT, st_init_numtable(), p, 0, 0, NULL, 0 };
+    struct pprof_build b = { READ_INIT, st_init_numtable(), p, 0, 0, 0, NULL, 0 };
     rb_ensure(pprof_build_body, (VALUE)&b, pprof_build_ensure, (VALUE)&b);
     VALUE str = rb_str_new((const char *)b.bytes, (long)b.len);
     free(b.bytes);

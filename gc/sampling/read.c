@@ -172,6 +172,7 @@ static const char *const type_names[] = {
 const char *
 read_type_name(uint16_t type)
 {
+    if (type == SAMPLING_TYPE_MALLOC) return "malloc";
     const char *name = type < 32 ? type_names[type] : NULL;
     return name ? name : "T_UNKNOWN";
 }

@@ -244,9 +244,10 @@ sampling_records_after_fork(struct sampling_records *r)
     }
 }
 
-/* Drops live[pos]'s record (its object is not followed any more). */
-static void
-live_drop(struct sampling_records *r, size_t pos)
+/* Takes live[pos] out of live[] (keeping the old part contiguous); its
+ * record is dead from now on.  Returns the record's index. */
+static uint32_t
+live_unlink(struct sampling_records *r, size_t pos)
 {
     uint32_t index = r->live[pos].record;
     if (pos < r->nold) {
@@ -257,7 +258,28 @@ live_drop(struct sampling_records *r, size_t pos)
     if (pos < r->nlive - 1) live_move(r, r->nlive - 1, pos);
     r->nlive--;
     r->items[index].live_pos = SAMPLING_NONE;
-    release_slot(r, index);
+    return index;
+}
+
+/* Drops live[pos]'s record (its object is not followed any more). */
+static void
+live_drop(struct sampling_records *r, size_t pos)
+{
+    release_slot(r, live_unlink(r, pos));
+}
+
+/* A record whose object the owner knows to be gone (a freed malloc'd
+ * block, malloc.c): dead as if a marking had found it so. */
+bool
+sampling_records_end(struct sampling_records *r, uint32_t index, uint64_t seq, size_t gc_count)
+{
+    if (index >= r->used) return false;
+    struct sampling_record *rec = &r->items[index];
+    if (rec->seq != seq || rec->live_pos == SAMPLING_NONE) return false;
+    live_unlink(r, rec->live_pos);
+    rec->freed_gc = gc_count;
+    if (!dead_push(r, index)) release_slot(r, index);
+    return true;
 }
 
 static int

@@ -134,6 +134,11 @@ sampling_records_check_refs(struct sampling_records *r, sampling_ref_state_fn *s
     sampling_sites_check_refs(&r->sites, state, name, data, major);
 }
 
+/* Ends the live record at index if it still holds sample seq: it is
+ * dead from now on, freed_gc = gc_count (malloc.c: a freed block).
+ * Returns whether it did. */
+bool sampling_records_end(struct sampling_records *r, uint32_t index, uint64_t seq, size_t gc_count);
+
 /* Compaction moved objects: every held reference k becomes location(k). */
 void sampling_records_update_references(struct sampling_records *r, sampling_location_fn *location, void *data);
 

@@ -32,7 +32,10 @@ module ObjectSpace::AllocationSampler
       site_totals.each do |row|
         v = row[VALUE_INDEX[value]]
         next if v.zero?
-        totals[row[0].reverse_each.map { |f| f[2].tr(";", ":") }.join(";")] += v
+        stack = row[0].reverse_each.map { |f| f[2].tr(";", ":") }.join(";")
+        # malloc'd bytes end in a pseudo-frame, so flame graphs show the kind
+        stack += ";[malloc]" if row[2] == :malloc
+        totals[stack] += v
       end
       text = +""
       totals.sort.each { |stack, v| text << "#{stack} #{v.round}\n" unless v.round.zero? }
@@ -62,8 +65,9 @@ module ObjectSpace::AllocationSampler
       # the bytes column shows bytes of the same kind (allocated or in use)
       bytes_key = by.to_s.start_with?("inuse") ? :inuse_space : :alloc_space
       objects_key = by.to_s.start_with?("inuse") ? :inuse_objects : :alloc_objects
-      io.write(format("Allocation sites by %s: %d samples, interval %s (%s), estimated %s allocated, %s in use\n",
-                      by, st[:samples], bytes(st[:interval]), st[:mode],
+      io.write(format("Allocation sites by %s: %d samples, interval %s (%s), %d of malloc'd bytes (class (malloc)), " \
+                      "estimated %s allocated, %s in use\n",
+                      by, st[:samples] + st[:malloc_samples], bytes(st[:interval]), st[:mode], st[:malloc_samples],
                       bytes(sites.sum { |_, h| h[:alloc_space] }), bytes(sites.sum { |_, h| h[:inuse_space] })))
       if st[:evicted] + st[:dropped] + st[:folded] > 0
         io.write(format("(%d records evicted, %d dropped, %d sites folded into <other sites>: allocation totals " \

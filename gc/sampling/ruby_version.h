@@ -30,6 +30,10 @@
  *       * a heap's allocations are its total plus every cache's pending
  *         count (SAMPLING_CACHE_PENDING), read, never flushed: flushing
  *         another Ractor's cache would race with its fast path.
+ *   - malloc.  4.0's rb_gc_impl_malloc, _calloc and _realloc take a
+ *     gc_allowed flag that 3.4's do not (SAMPLING_GC_ALLOWED_*); 4.0's
+ *     default.c asks malloc_usable_size only when no size is given, 3.4's
+ *     always (malloc.c answers for its own blocks either way).
  *   - Class names.  4.0 keeps classpath per namespace box:
  *     RCLASS_EXT(mod)->classpath no longer compiles; RCLASS_CLASSPATH and
  *     RCLASS_PERMANENT_CLASSPATH_P read the current box's.  3.4 has only
@@ -63,6 +67,12 @@
 
 #if SAMPLING_RUBY_AT_LEAST(4, 0)
 /* ---- Ruby 4.0.x ---- */
+/* malloc.c: rb_gc_impl_malloc, _calloc and _realloc take gc_allowed (false:
+ * the caller cannot let a GC run), and default.c's malloc accounting
+ * (objspace_malloc_increase) passes it on; rb_gc_impl_free gives true. */
+# define SAMPLING_GC_ALLOWED_PARAM , bool gc_allowed
+# define SAMPLING_GC_ALLOWED_ARG , gc_allowed
+# define SAMPLING_GC_ALLOWED_TRUE , true
 # define SAMPLING_INCLUDE_SANITIZERS 0
 # define SAMPLING_CACHE_COUNTS 1
 /* After default.c: the count ractor_cache_allocate_slot would have made. */
@@ -80,6 +90,9 @@
 # define SAMPLING_ONE_INTERNAL_FRAME 1
 #else
 /* ---- Ruby 3.4.x ---- */
+# define SAMPLING_GC_ALLOWED_PARAM
+# define SAMPLING_GC_ALLOWED_ARG
+# define SAMPLING_GC_ALLOWED_TRUE
 # define SAMPLING_INCLUDE_SANITIZERS 1
 # define SAMPLING_CACHE_COUNTS 0
 # define SAMPLING_COUNT_SAMPLED_SLOT(objspace, cache, heap_idx) ((void)0)  /* newobj_alloc counts it */

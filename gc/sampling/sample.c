@@ -213,8 +213,16 @@ sample_old_p(VALUE self)
 }
 
 static VALUE
+sample_kind_m(VALUE self)
+{
+    return ID2SYM(rb_intern(sample_get(self)->type == SAMPLING_TYPE_MALLOC ? "malloc" : "slot"));
+}
+
+static VALUE
 sample_memsize_m(VALUE self)
 {
+    struct sample_view *v = sample_get(self);
+    if (v->type == SAMPLING_TYPE_MALLOC) return sample_live_p(self) == Qtrue ? UINT2NUM(v->sample.size) : Qnil;
     VALUE obj = sample_object_m(self);
     if (NIL_P(obj)) return Qnil;
     return SIZET2NUM(rb_obj_memsize_of(obj));
@@ -242,6 +250,7 @@ sampling_define_sample(VALUE mSampler)
     rb_define_method(cSample, "object", sample_object_m, 0);
     rb_define_method(cSample, "live?", sample_live_p, 0);
     rb_define_method(cSample, "type", sample_type_m, 0);
+    rb_define_method(cSample, "kind", sample_kind_m, 0);
     rb_define_method(cSample, "imemo_type", sample_imemo_type_m, 0);
     rb_define_method(cSample, "klass", sample_klass_m, 0);
     rb_define_method(cSample, "size", sample_size_m, 0);

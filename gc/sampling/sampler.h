@@ -36,6 +36,9 @@ struct sampler_stats {
     uint64_t samples, live, dropped, evicted, allocated_bytes;
     uint64_t records, sites, folded;    /* records kept, sites, sites folded into <other sites> */
     uint64_t named;                     /* sites whose class or code died (kept as text) */
+    bool malloc;                        /* malloc'd bytes sampled (malloc.c) */
+    uint64_t malloc_allocated_bytes;    /* bytes through rb_gc_impl_malloc/calloc/realloc (growth) while enabled */
+    uint64_t malloc_samples, malloc_points;
     size_t nheaps;
     struct sampler_heap_stats per_heap[SAMPLER_MAX_HEAPS];
 };

@@ -142,7 +142,22 @@ static bool sampling_ractors;
 #define rb_gc_impl_init rb_gc_impl_init_default
 #define rb_gc_impl_ractor_cache_alloc rb_gc_impl_ractor_cache_alloc_default
 #define rb_gc_impl_after_fork rb_gc_impl_after_fork_default
+/* (hidden, so that malloc.c's wrappers jump to them directly, not through the PLT) */
+#pragma GCC visibility push(hidden)
+void *rb_gc_impl_malloc_default(void *objspace_ptr, size_t size SAMPLING_GC_ALLOWED_PARAM);
+void *rb_gc_impl_calloc_default(void *objspace_ptr, size_t size SAMPLING_GC_ALLOWED_PARAM);
+void *rb_gc_impl_realloc_default(void *objspace_ptr, void *ptr, size_t new_size, size_t old_size SAMPLING_GC_ALLOWED_PARAM);
+void rb_gc_impl_free_default(void *objspace_ptr, void *ptr, size_t old_size);
+#pragma GCC visibility pop
+#define rb_gc_impl_malloc rb_gc_impl_malloc_default
+#define rb_gc_impl_calloc rb_gc_impl_calloc_default
+#define rb_gc_impl_realloc rb_gc_impl_realloc_default
+#define rb_gc_impl_free rb_gc_impl_free_default
 #include "gc/default/default.c"
+#undef rb_gc_impl_malloc
+#undef rb_gc_impl_calloc
+#undef rb_gc_impl_realloc
+#undef rb_gc_impl_free
 #undef rb_gc_impl_active_gc_name
 #undef rb_gc_impl_init
 #undef rb_gc_impl_ractor_cache_alloc
@@ -212,11 +227,15 @@ static struct {
     bool readers_disabled_gc;
 } sampler;
 
+/* malloc'd bytes: the wrapped rb_gc_impl_malloc, _calloc, _realloc, _free */
+#include "malloc.c"
+
 static void
 sampler_init(void)
 {
     sampling_params_default(&sampler.params);
     sampling_records_init(&sampler.records, sampler.params.max_samples);
+    malloc_init();
 }
 
 /* Objects allocated on each heap so far: the heap's total, plus on 4.0
@@ -362,6 +381,7 @@ static int
 sampling_liveness(uintptr_t obj, void *data)
 {
     rb_objspace_t *objspace = data;
+    if (obj & 1) return 1;  /* a malloc'd block (malloc.c): its free ends it */
     if (!RVALUE_MARKED(objspace, (VALUE)obj)) return 0;
     return RVALUE_OLD_P(objspace, (VALUE)obj) ? 2 : 1;
 }
@@ -388,6 +408,7 @@ static void
 sampling_marks_finished(void *objspace_ptr)
 {
     rb_objspace_t *objspace = objspace_ptr;
+    malloc_drain(objspace->profile.count);
     allocated_totals(objspace, sampler.allocated_at_marks);
     if (sampler.records.nlive) {
         sampling_records_check_liveness(&sampler.records, sampling_liveness, objspace, objspace->profile.count,
@@ -405,6 +426,7 @@ sampling_marks_finished(void *objspace_ptr)
 static uintptr_t
 sampling_location(uintptr_t ref, void *objspace)
 {
+    if (ref & 1) return ref;    /* a malloc'd block (malloc.c): never moved */
     return (uintptr_t)rb_gc_impl_location(objspace, (VALUE)ref);
 }
 
@@ -465,6 +487,7 @@ counters_reset(rb_objspace_t *objspace)
         sampler.samples[i] = 0;
         sampler.points[i] = 0;
     }
+    malloc_counters_reset();
 }
 
 /* Objects allocated on each heap while enabled. */
@@ -485,6 +508,7 @@ static void
 begin_counting(rb_objspace_t *objspace)
 {
     sampler.epoch++;
+    malloc_state.on = sampler.params.malloc;
     counters_reset(objspace);
     sampling_on = true;
     rb_gc_ractor_newobj_cache_foreach(cache_place_i, NULL);
@@ -496,6 +520,7 @@ end_counting(rb_objspace_t *objspace)
     rb_gc_ractor_newobj_cache_foreach(cache_rejoin_i, NULL);
     heaps_allocated_objects(objspace, sampler.stopped_allocated);
     sampling_on = false;
+    malloc_stop();
 }
 
 /* A forked child counts its own allocations: totals and counters start
@@ -541,7 +566,9 @@ sampler_start(const struct sampling_params *params)
         sampler.params = *params;
         sampler.config.mode = params->mode;
         sampler.config.interval = params->interval;
-        sampling_rng_seed(&sampler.config.rng, params->has_seed ? params->seed : random_seed());
+        uint64_t seed = params->has_seed ? params->seed : random_seed();
+        sampling_rng_seed(&sampler.config.rng, seed);
+        malloc_start(params, seed);
         for (size_t i = 0; i < HEAP_COUNT; i++) {
             sampler.poisson_weight[i] = sampling_weight(SAMPLING_MODE_POISSON, params->interval, slot_bytes(i), 1);
         }
@@ -605,6 +632,7 @@ sampler_get_stats(struct sampler_stats *stats)
     rb_objspace_t *objspace = rb_gc_get_objspace();
     unsigned int lev = RB_GC_VM_LOCK();
     {
+        malloc_drain(objspace->profile.count);
         memset(stats, 0, sizeof(*stats));
         stats->enabled = sampling_on;
         stats->mode = sampler.params.mode;
@@ -630,6 +658,7 @@ sampler_get_stats(struct sampler_stats *stats)
             stats->samples += h->samples;
             stats->allocated_bytes += h->allocated_bytes;
         }
+        malloc_get_stats(stats);
     }
     RB_GC_VM_UNLOCK(lev);
 }
@@ -644,6 +673,7 @@ uint64_t
 sampler_read_begin(unsigned int *lev)
 {
     *lev = RB_GC_VM_LOCK();
+    malloc_drain(rb_gc_count());
     sampler.records.reading++;
     if (sampler.readers++ == 0) {
         /* finishes any GC in progress, then keeps GC off while reading */
@@ -675,6 +705,7 @@ sampler_record_copy(uint32_t index, uint64_t seq, struct sampling_record *out)
     bool found = false;
     unsigned int lev = RB_GC_VM_LOCK();
     {
+        malloc_drain(rb_gc_count());    /* frees queued by other threads end records */
         const struct sampling_records *r = &sampler.records;
         if (index < r->used && r->items[index].seq == seq) {
             *out = r->items[index];
@@ -697,6 +728,7 @@ sampler_object(uint32_t index, uint64_t seq)
          * back.  Finish marking first: then the record knows. */
         if (is_incremental_marking(objspace)) gc_rest(objspace);
         obj = (VALUE)sampling_records_object(&sampler.records, index, seq);
+        if (obj & 1) obj = 0;   /* a malloc'd block (malloc.c) is no object */
         /* Internal objects (imemo, hidden, singleton internals) are never
          * handed to Ruby code, as ObjectSpace.each_object skips them. */
         if (obj && rb_objspace_internal_object_p(obj)) obj = 0;

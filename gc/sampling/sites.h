@@ -87,6 +87,7 @@ enum sampling_origin {
     SAMPLING_ORIGIN_FRAMES = 0,     /* the frames say */
     SAMPLING_ORIGIN_BOOT,           /* before the VM could show a stack (RUBY_GC_SAMPLING at boot) */
     SAMPLING_ORIGIN_NO_FRAME,       /* a thread or fiber running no Ruby frame (its start, its end) */
+    SAMPLING_ORIGIN_NO_GVL,         /* malloc'd by a thread without the GVL: its stack is not ours to walk */
 };
 
 /* A site as text: what a reader shows of its frames and class.  Made when
@@ -119,6 +120,10 @@ struct sampling_kind {
         uint32_t word;
     };
 };
+
+/* kind.type of a malloc'd block's sample (malloc.c): past every T_xxx
+ * (RUBY_T_MASK is 0x1f). */
+#define SAMPLING_TYPE_MALLOC 0x20
 
 /* A site (see the model above). */
 struct sampling_stack {

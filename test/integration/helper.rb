@@ -3,6 +3,8 @@
 require "minitest/autorun"
 require "rbconfig"
 require "open3"
+require "tmpdir"
+require "stringio"
 
 Sampler = ObjectSpace::AllocationSampler
 
@@ -81,4 +83,27 @@ end
 
 class Minitest::Test
   include PprofHelper
+end
+
+# Builds test/integration/ext/nogvl.c (xmalloc and xfree without the GVL,
+# and on a thread Ruby does not know) for the Ruby under test; returns the
+# directory to put on the load path.
+module NoGVLHelper
+  def nogvl_ext_dir
+    @@nogvl_ext_dir ||= begin
+      dir = Dir.mktmpdir("nogvl")
+      src = File.join(__dir__, "ext", "nogvl.c")
+      conf, = Open3.capture2(SamplingTestHelper::RUBY, "-e",
+                             'print RbConfig::CONFIG.values_at("CC", "rubyhdrdir", "rubyarchhdrdir").join("\n")')
+      cc, hdr, archhdr = conf.split("\n")
+      out, status = Open3.capture2e(cc, "-shared", "-fPIC", "-O1", "-I#{hdr}", "-I#{archhdr}", src,
+                                    "-o", File.join(dir, "nogvl.so"), "-lpthread")
+      raise "building nogvl.so failed:\n#{out}" unless status.success?
+      dir
+    end
+  end
+end
+
+class Minitest::Test
+  include NoGVLHelper
 end

@@ -1,0 +1,611 @@
+/*
+ * malloc.c: sampling the bytes of rb_gc_impl_malloc, _calloc and _realloc
+ * (issue 15; docs/malloc-sampling.md).  Included by sampling.c after
+ * gc/default/default.c, whose four entry points it wraps (renamed to
+ * *_default before that include): no patch is needed.
+ *
+ * Model.  Each thread's malloc'd bytes are a stream marked by sample
+ * points, as a heap's slot bytes are (gap.h): malloc and calloc put `size`
+ * bytes on the stream, realloc its growth (new_size - old_size when
+ * positive).  The allocation holding a point is sampled: its block is
+ * entered in a table of sampled blocks and gets a record, with the stack,
+ * the bytes that went through the stream (the growth, for a realloc) and
+ * the weight gap.h gives.  fixed mode: per thread, points ==
+ * floor(bytes / interval) exactly.
+ *
+ * The paths, numbered as they run:
+ *
+ *   1. every malloc/calloc/realloc: a compare and a subtract on the
+ *      thread's countdown (initial-exec TLS: %fs-relative, no call), then
+ *      the default GC's own function (which does the GC's accounting).  A
+ *      new thread's countdown is 0, so its first allocation takes the slow
+ *      path, which sets it up.
+ *   2. slow path (malloc_count): a point, or a start/stop/clear since the
+ *      thread last looked (malloc_epoch), or the sampler is off (then the
+ *      countdown is set to MALLOC_OFF_RECHECK: a look every MiB).
+ *   3. a sample: the block (from glibc, like any other) is entered in the
+ *      table and recorded (malloc_record).
+ *   4. every free/realloc: one byte of a 64 KiB filter, indexed by the
+ *      pointer's bits, says whether a sampled block could have this
+ *      address: a shift, a mask, a load, a test, a branch.  Only then is
+ *      the table asked (under malloc_lock), and the block's record ends.
+ *
+ * Why a filter and a table, not a private arena.  An arena for sampled
+ * blocks (one reserved range, so free asks `ptr - base < size`) costs
+ * about as little on free, but a sampled block would then not be glibc's,
+ * and CRuby itself frees some xmalloc'd memory with plain free() (3.4.5's
+ * vm_eval.c hands xmalloc'd local names to prism, which frees them with
+ * free()): glibc aborts on such a block.  With glibc's blocks, plain
+ * free() works; its only cost is that the table keeps the entry until a
+ * block at that address is freed or sampled again, which ends the record
+ * then (README, Limits).  The filter's bytes count the sampled blocks
+ * that map to them (saturating at 255); with the default interval a few
+ * hundred live samples set a few hundred of 65,536 bytes, so an unsampled
+ * free almost never reaches the lock.
+ *
+ * Threads.  xmalloc and xfree run with or without the GVL, from any
+ * thread.  malloc_lock (a mutex: taken only for sampled blocks and the
+ * filter's false positives) guards the table and the event queue.  The
+ * records (records.h) belong to the GVL and the VM lock: a thread touches
+ * them only when it holds the GVL, no second Ractor was made and no read
+ * is on (malloc_inline_ok); else it queues what happened (a sample, with
+ * its stack copied if it holds the GVL and could walk its own stack, else
+ * the synthetic frame `<no GVL>`; or the end of a record) and the next
+ * owner applies the queue in order, under both locks (malloc_drain: the
+ * next sample inline, the end of every marking, every read and stats).
+ * Lock order: GVL / VM lock, then malloc_lock; never the other way.  A
+ * full queue drops the sample (counted) or leaves a record live (counted
+ * as a lost free; both in stats[:dropped]).
+ *
+ * Liveness is exact: a record lives until its block is freed or
+ * reallocated.  In the records' live list a block is its address with
+ * the low bit set, which no object has: the end-of-marking check calls it
+ * live, compaction leaves it alone, and Sample#object is nil.
+ */
+#include <pthread.h>
+
+/* ---- the thread's countdown ---- */
+
+#define MALLOC_OFF_RECHECK ((uint64_t)1 << 20)
+
+struct malloc_thread {
+    uint64_t countdown;     /* bytes before the next point: an allocation of >= countdown bytes holds it */
+    uint64_t set;           /* the countdown when last set: set - countdown bytes went by since */
+    uint64_t epoch;         /* malloc_epoch when set */
+    struct sampling_rng rng;
+    bool busy;              /* recording: an allocation meanwhile is not sampled */
+};
+static __thread struct malloc_thread malloc_tls __attribute__((tls_model("initial-exec")));
+
+static struct {
+    bool on;
+    enum sampling_mode mode;
+    uint64_t interval;
+    uint64_t seed;
+    uint64_t threads;       /* threads seeded since start: each gets its own generator */
+    uint64_t bytes, samples, points;    /* since start or clear (atomics: any thread) */
+    uint64_t dropped, lost_frees;       /* (atomics) */
+} malloc_state;
+static uint64_t malloc_epoch = 1;   /* bumped by start, stop, clear, fork */
+
+static void
+malloc_thread_reset(struct malloc_thread *t)
+{
+    t->epoch = __atomic_load_n(&malloc_epoch, __ATOMIC_ACQUIRE);
+    if (!malloc_state.on) {
+        t->countdown = t->set = MALLOC_OFF_RECHECK;
+        return;
+    }
+    uint64_t n = __atomic_fetch_add(&malloc_state.threads, 1, __ATOMIC_RELAXED);
+    sampling_rng_seed(&t->rng, malloc_state.seed + n * UINT64_C(0x9e3779b97f4a7c15));
+    t->countdown = t->set = (uint64_t)sampling_gap_next(&t->rng, malloc_state.mode, malloc_state.interval);
+}
+
+/* The slow path of the countdown: `bytes` go on the stream and hold the
+ * next point (bytes >= countdown), or the thread must look again.
+ * Returns the points they hold (0: not a sample). */
+static NOINLINE(uint64_t malloc_count(struct malloc_thread *t, uint64_t bytes));
+static uint64_t
+malloc_count(struct malloc_thread *t, uint64_t bytes)
+{
+    if (t->epoch != __atomic_load_n(&malloc_epoch, __ATOMIC_ACQUIRE)) {
+        /* a start, stop or clear since this thread last looked: the bytes
+         * it allocated meanwhile are not counted (README, Limits) */
+        malloc_thread_reset(t);
+        if (bytes < t->countdown) {
+            t->countdown -= bytes;
+            return 0;
+        }
+    }
+    if (!malloc_state.on) {
+        t->countdown = t->set = MALLOC_OFF_RECHECK;
+        return 0;
+    }
+    /* the points lie at countdown, then a gap further each (1-based
+     * positions in this allocation's bytes) */
+    uint64_t before = t->set - t->countdown;
+    uint64_t next = t->countdown, points;
+    if (malloc_state.mode == SAMPLING_MODE_FIXED) {
+        points = 1 + (bytes - next) / malloc_state.interval;
+        next += points * malloc_state.interval;
+    }
+    else {
+        for (points = 0; next <= bytes; points++) next += (uint64_t)sampling_gap_next(&t->rng, SAMPLING_MODE_POISSON, malloc_state.interval);
+    }
+    t->countdown = t->set = next - bytes;
+    __atomic_fetch_add(&malloc_state.bytes, before + bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&malloc_state.points, points, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&malloc_state.samples, 1, __ATOMIC_RELAXED);
+    return points;
+}
+
+/* The fast path: the points `bytes` hold, usually none. */
+static inline uint64_t
+malloc_take(uint64_t bytes)
+{
+    struct malloc_thread *t = &malloc_tls;
+    if (RB_LIKELY(bytes < t->countdown)) {
+        t->countdown -= bytes;
+        return 0;
+    }
+    return malloc_count(t, bytes);
+}
+
+/* ---- the table of sampled blocks, and its filter ---- */
+
+/* A sampled block: its address and its record (or its queued event). */
+struct malloc_block {
+    uintptr_t ptr;          /* 0: empty; MALLOC_TOMBSTONE: removed */
+    uint32_t record;        /* record index; SAMPLING_NONE: none (dropped, or still queued) */
+    uint32_t event;         /* queued: its event's index + 1; 0: not queued */
+    uint64_t seq;           /* the record's sample */
+};
+#define MALLOC_TOMBSTONE ((uintptr_t)1)
+
+/* The filter: how many sampled blocks hash to each byte (saturating at
+ * 255: then that byte always says "maybe").  Written under malloc_lock,
+ * read without it by every free: a block's byte was set before the block
+ * was handed out, so its owner sees it. */
+#define MALLOC_FILTER_BITS 16
+static uint8_t malloc_filter[1 << MALLOC_FILTER_BITS];
+
+static inline size_t
+malloc_filter_index(const void *ptr)
+{
+    /* glibc's blocks are 16-byte aligned: the bits above those */
+    return ((uintptr_t)ptr >> 4) & ((1 << MALLOC_FILTER_BITS) - 1);
+}
+
+static inline bool
+malloc_maybe_sampled(const void *ptr)
+{
+    return malloc_filter[malloc_filter_index(ptr)] != 0;
+}
+
+static pthread_mutex_t malloc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct {
+    struct malloc_block *slots;
+    size_t capacity, used;  /* used counts tombstones too */
+} malloc_blocks;
+
+static inline size_t
+malloc_block_home(uintptr_t ptr, size_t capacity)
+{
+    return (size_t)((ptr >> 4) * UINT64_C(0x9e3779b97f4a7c15) >> 20) & (capacity - 1);
+}
+
+/* The block of ptr, or NULL.  Under malloc_lock. */
+static struct malloc_block *
+malloc_block_find(const void *ptr)
+{
+    if (!malloc_blocks.capacity) return NULL;
+    size_t mask = malloc_blocks.capacity - 1;
+    for (size_t i = malloc_block_home((uintptr_t)ptr, malloc_blocks.capacity);; i = (i + 1) & mask) {
+        struct malloc_block *b = &malloc_blocks.slots[i];
+        if (b->ptr == (uintptr_t)ptr) return b;
+        if (!b->ptr) return NULL;
+    }
+}
+
+static bool
+malloc_blocks_grow(void)
+{
+    size_t capacity = malloc_blocks.capacity ? malloc_blocks.capacity * 2 : 1024;
+    struct malloc_block *slots = calloc(capacity, sizeof(*slots));
+    if (!slots) return false;
+    for (size_t i = 0; i < malloc_blocks.capacity; i++) {
+        struct malloc_block *b = &malloc_blocks.slots[i];
+        if (b->ptr <= MALLOC_TOMBSTONE) continue;
+        size_t j = malloc_block_home(b->ptr, capacity);
+        while (slots[j].ptr) j = (j + 1) & (capacity - 1);
+        slots[j] = *b;
+    }
+    size_t live = 0;
+    for (size_t i = 0; i < capacity; i++) live += slots[i].ptr != 0;
+    free(malloc_blocks.slots);
+    malloc_blocks.slots = slots;
+    malloc_blocks.capacity = capacity;
+    malloc_blocks.used = live;
+    return true;
+}
+
+/* A new entry for ptr (none may exist), or NULL without memory.  Under malloc_lock. */
+static struct malloc_block *
+malloc_block_add(const void *ptr)
+{
+    if ((malloc_blocks.used + 1) * 2 > malloc_blocks.capacity && !malloc_blocks_grow()) return NULL;
+    size_t mask = malloc_blocks.capacity - 1;
+    size_t i = malloc_block_home((uintptr_t)ptr, malloc_blocks.capacity);
+    while (malloc_blocks.slots[i].ptr > MALLOC_TOMBSTONE) i = (i + 1) & mask;
+    struct malloc_block *b = &malloc_blocks.slots[i];
+    if (!b->ptr) malloc_blocks.used++;
+    b->ptr = (uintptr_t)ptr;
+    b->record = SAMPLING_NONE;
+    b->event = 0;
+    b->seq = 0;
+    uint8_t *f = &malloc_filter[malloc_filter_index(ptr)];
+    if (*f < UINT8_MAX) (*f)++;
+    return b;
+}
+
+/* Under malloc_lock. */
+static void
+malloc_block_remove(struct malloc_block *b)
+{
+    uint8_t *f = &malloc_filter[malloc_filter_index((void *)b->ptr)];
+    if (*f < UINT8_MAX) (*f)--;
+    b->ptr = MALLOC_TOMBSTONE;
+}
+
+/* ---- events: what a thread that may not touch the records queues ---- */
+
+enum malloc_event_op { MALLOC_EVENT_SAMPLE, MALLOC_EVENT_END };
+
+struct malloc_event {
+    enum malloc_event_op op;
+    void *ptr;                          /* SAMPLE: its block (NULL once freed: recorded dead) */
+    uint32_t record;                    /* END: the record and its sample */
+    uint64_t seq;
+    struct sampling_sample sample;      /* SAMPLE */
+    struct sampling_frame *frames;      /* SAMPLE: malloc'd copy, or NULL */
+    struct sampling_capture capture;
+};
+
+#define MALLOC_EVENTS 4096
+static struct malloc_event malloc_events[MALLOC_EVENTS];
+static size_t malloc_nevents;
+
+/* Whether a thread holding the GVL may touch the records now: one Ractor
+ * (the GVL serialises, as for slot samples) and no read on. */
+static inline bool
+malloc_inline_ok(void)
+{
+    return !sampling_ractors && !sampler.records.reading;
+}
+
+/* Records a sample of the block ptr (NULL: freed already) (under
+ * malloc_lock, by the records' owner). */
+static void
+malloc_apply_sample(void *ptr, const struct sampling_sample *sample, const struct sampling_frame *frames,
+                    struct sampling_capture capture, size_t gc_count)
+{
+    struct sampling_sample_in in;
+    in.obj = (uintptr_t)(ptr ? ptr : (void *)&in) | 1;
+    in.site.klass = 0;
+    in.site.frames = frames;
+    in.site.hash = capture.hash;
+    in.site.nframes = capture.nframes;
+    in.site.truncated = capture.truncated;
+    in.site.kind.word = 0;
+    in.site.kind.type = SAMPLING_TYPE_MALLOC;
+    in.site.kind.origin = capture.origin;
+    in.sample = *sample;
+    uint32_t index = sampling_records_add(&sampler.records, &in);
+    uint64_t seq = index == SAMPLING_NONE ? 0 : sampler.records.items[index].seq;
+    struct malloc_block *b = ptr ? malloc_block_find(ptr) : NULL;
+    if (!b) {
+        /* freed before it was recorded: counted, and dead at once */
+        if (index != SAMPLING_NONE) sampling_records_end(&sampler.records, index, seq, gc_count);
+        return;
+    }
+    b->record = index;
+    b->seq = seq;
+    b->event = 0;
+}
+
+/* Applies the queue in order (under malloc_lock, by the records' owner). */
+static void
+malloc_drain_locked(size_t gc_count)
+{
+    for (size_t i = 0; i < malloc_nevents; i++) {
+        struct malloc_event *e = &malloc_events[i];
+        if (e->op == MALLOC_EVENT_SAMPLE) {
+            malloc_apply_sample(e->ptr, &e->sample, e->frames, e->capture, gc_count);
+            free(e->frames);
+        }
+        else {
+            sampling_records_end(&sampler.records, e->record, e->seq, gc_count);
+        }
+    }
+    malloc_nevents = 0;
+}
+
+/* For the records' owner (GVL or VM lock, no read on): the queue, applied. */
+static void
+malloc_drain(size_t gc_count)
+{
+    if (!__atomic_load_n(&malloc_nevents, __ATOMIC_RELAXED) || sampler.records.reading) return;
+    pthread_mutex_lock(&malloc_lock);
+    malloc_drain_locked(gc_count);
+    pthread_mutex_unlock(&malloc_lock);
+}
+
+/* Under malloc_lock: false when the queue is full. */
+static bool
+malloc_queue(const struct malloc_event *e)
+{
+    if (malloc_nevents == MALLOC_EVENTS) return false;
+    malloc_events[malloc_nevents++] = *e;
+    return true;
+}
+
+/* Ends the sample of a block being freed or reallocated, if it was
+ * sampled (the filter said maybe).  Under malloc_lock. */
+static void
+malloc_forget_locked(rb_objspace_t *objspace, void *ptr, bool now)
+{
+    struct malloc_block *b = malloc_block_find(ptr);
+    if (!b) return;     /* the filter's false positive */
+    if (b->event) {
+        malloc_events[b->event - 1].ptr = NULL;     /* still queued: recorded dead */
+    }
+    else if (b->record != SAMPLING_NONE) {
+        if (now) {
+            sampling_records_end(&sampler.records, b->record, b->seq, objspace->profile.count);
+        }
+        else {
+            struct malloc_event e = { MALLOC_EVENT_END };
+            e.record = b->record;
+            e.seq = b->seq;
+            if (!malloc_queue(&e)) __atomic_fetch_add(&malloc_state.lost_frees, 1, __ATOMIC_RELAXED);
+        }
+    }
+    malloc_block_remove(b);
+}
+
+static NOINLINE(void malloc_forget(rb_objspace_t *objspace, void *ptr));
+static void
+malloc_forget(rb_objspace_t *objspace, void *ptr)
+{
+    bool now = !malloc_tls.busy && ruby_thread_has_gvl_p() && malloc_inline_ok();
+    pthread_mutex_lock(&malloc_lock);
+    malloc_forget_locked(objspace, ptr, now);
+    pthread_mutex_unlock(&malloc_lock);
+}
+
+/* Step 3: the block ptr was sampled for `size` bytes holding `points`. */
+static NOINLINE(void malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t size, uint64_t points));
+static void
+malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t size, uint64_t points)
+{
+    struct malloc_thread *t = &malloc_tls;
+    struct malloc_event e = { MALLOC_EVENT_SAMPLE };
+    e.ptr = ptr;
+    e.sample.weight = sampling_weight(malloc_state.mode, malloc_state.interval, (size_t)size, points);
+    e.sample.allocated_gc = objspace->profile.count;
+    e.sample.size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+    e.sample.heap = UINT8_MAX;
+    e.capture = (struct sampling_capture){ sampling_hash_end(SAMPLING_HASH_START, 0, false), 0, false,
+                                           SAMPLING_ORIGIN_NO_GVL };
+    bool gvl = !t->busy && ruby_thread_has_gvl_p();
+    bool now = gvl && malloc_inline_ok();
+    t->busy = true;
+    if (now) {
+        e.capture = sampling_frames_capture(sampler.scratch, sampler.params.depth);
+        e.frames = sampler.scratch;
+    }
+    else if (gvl) {
+        /* its own stack, walked into a buffer of its own: the scratch
+         * buffer belongs to the records' owner */
+        e.frames = malloc((sampler.params.depth + 1) * sizeof(*e.frames));
+        if (e.frames) e.capture = sampling_frames_capture(e.frames, sampler.params.depth);
+    }
+    pthread_mutex_lock(&malloc_lock);
+    /* an entry left by a block released with plain free() (README, Limits) */
+    if (malloc_block_find(ptr)) malloc_forget_locked(objspace, ptr, now);
+    struct malloc_block *b = malloc_block_add(ptr);
+    if (!b) {
+        if (!now) free(e.frames);
+        __atomic_fetch_add(&malloc_state.dropped, 1, __ATOMIC_RELAXED);
+    }
+    else if (now) {
+        malloc_drain_locked(objspace->profile.count);
+        malloc_apply_sample(ptr, &e.sample, e.frames, e.capture, objspace->profile.count);
+    }
+    else if (malloc_queue(&e)) {
+        b->event = (uint32_t)malloc_nevents;
+    }
+    else {
+        free(e.frames);
+        __atomic_fetch_add(&malloc_state.dropped, 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&malloc_lock);
+    t->busy = false;
+}
+
+/* ---- the wrapped entry points ---- */
+
+/* Each fast path is the countdown (or the filter) and a tail jump to
+ * default.c's function: 5 to 7 instructions (benchmark/results/malloc.md).
+ * default.c's functions are hidden (sampling.c), so the jump is direct. */
+
+enum malloc_op { MALLOC_OP_MALLOC, MALLOC_OP_CALLOC };
+
+static NOINLINE(void *malloc_slow(void *objspace, size_t size, enum malloc_op op SAMPLING_GC_ALLOWED_PARAM));
+static void *
+malloc_slow(void *objspace, size_t size, enum malloc_op op SAMPLING_GC_ALLOWED_PARAM)
+{
+    uint64_t points = malloc_count(&malloc_tls, size);
+    void *mem = op == MALLOC_OP_CALLOC ? rb_gc_impl_calloc_default(objspace, size SAMPLING_GC_ALLOWED_ARG)
+                                       : rb_gc_impl_malloc_default(objspace, size SAMPLING_GC_ALLOWED_ARG);
+    if (points && mem) malloc_record(objspace, mem, size, points);
+    return mem;
+}
+
+/* The fast path of both, specialised for each by the compiler. */
+static inline void *
+malloc_fast(void *objspace, size_t size, enum malloc_op op SAMPLING_GC_ALLOWED_PARAM)
+{
+    struct malloc_thread *t = &malloc_tls;
+    if (RB_LIKELY(size < t->countdown)) {
+        t->countdown -= size;
+        return op == MALLOC_OP_CALLOC ? rb_gc_impl_calloc_default(objspace, size SAMPLING_GC_ALLOWED_ARG)
+                                      : rb_gc_impl_malloc_default(objspace, size SAMPLING_GC_ALLOWED_ARG);
+    }
+    return malloc_slow(objspace, size, op SAMPLING_GC_ALLOWED_ARG);
+}
+
+void *
+rb_gc_impl_malloc(void *objspace_ptr, size_t size SAMPLING_GC_ALLOWED_PARAM)
+{
+    return malloc_fast(objspace_ptr, size, MALLOC_OP_MALLOC SAMPLING_GC_ALLOWED_ARG);
+}
+
+void *
+rb_gc_impl_calloc(void *objspace_ptr, size_t size SAMPLING_GC_ALLOWED_PARAM)
+{
+    return malloc_fast(objspace_ptr, size, MALLOC_OP_CALLOC SAMPLING_GC_ALLOWED_ARG);
+}
+
+static NOINLINE(void malloc_free_slow(void *objspace, void *ptr, size_t old_size));
+static void
+malloc_free_slow(void *objspace, void *ptr, size_t old_size)
+{
+    if (ptr) malloc_forget(objspace, ptr);
+    rb_gc_impl_free_default(objspace, ptr, old_size);
+}
+
+void
+rb_gc_impl_free(void *objspace_ptr, void *ptr, size_t old_size)
+{
+    if (RB_LIKELY(!malloc_maybe_sampled(ptr))) {
+        rb_gc_impl_free_default(objspace_ptr, ptr, old_size);
+        return;
+    }
+    malloc_free_slow(objspace_ptr, ptr, old_size);
+}
+
+/* A realloc ends the old block's sample (if any); its growth goes through
+ * the countdown like any allocation. */
+static NOINLINE(void *malloc_realloc_slow(void *objspace, void *ptr, size_t new_size, size_t old_size SAMPLING_GC_ALLOWED_PARAM));
+static void *
+malloc_realloc_slow(void *objspace, void *ptr, size_t new_size, size_t old_size SAMPLING_GC_ALLOWED_PARAM)
+{
+    if (!ptr) return rb_gc_impl_malloc(objspace, new_size SAMPLING_GC_ALLOWED_ARG);
+#ifdef HAVE_MALLOC_USABLE_SIZE
+    if (!old_size) old_size = malloc_usable_size(ptr);
+#endif
+    uint64_t growth = new_size > old_size ? new_size - old_size : 0;
+    uint64_t points = malloc_take(growth);
+    if (malloc_maybe_sampled(ptr)) malloc_forget(objspace, ptr);
+    void *mem = rb_gc_impl_realloc_default(objspace, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
+    if (points && mem) malloc_record(objspace, mem, growth, points);
+    return mem;
+}
+
+/* The countdown for a realloc's growth, then default.c's realloc. */
+static inline void *
+malloc_realloc_counted(void *objspace, void *ptr, size_t new_size, size_t old_size SAMPLING_GC_ALLOWED_PARAM)
+{
+    struct malloc_thread *t = &malloc_tls;
+    size_t growth = new_size > old_size ? new_size - old_size : 0;
+    if (RB_LIKELY(growth < t->countdown)) {
+        t->countdown -= growth;
+        return rb_gc_impl_realloc_default(objspace, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
+    }
+    return malloc_realloc_slow(objspace, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
+}
+
+/* An unknown old size (0: CRuby's REALLOC_N) is asked of
+ * malloc_usable_size, as default.c would, out of line: the fast path
+ * below then needs no stack frame.  (Passed on: 4.0's default.c then
+ * does not ask again; 3.4's always asks.) */
+static NOINLINE(void *malloc_realloc_unsized(void *objspace, void *ptr, size_t new_size SAMPLING_GC_ALLOWED_PARAM));
+static void *
+malloc_realloc_unsized(void *objspace, void *ptr, size_t new_size SAMPLING_GC_ALLOWED_PARAM)
+{
+    size_t old_size = 0;
+#ifdef HAVE_MALLOC_USABLE_SIZE
+    if (ptr) old_size = malloc_usable_size(ptr);
+#endif
+    return malloc_realloc_counted(objspace, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
+}
+
+void *
+rb_gc_impl_realloc(void *objspace_ptr, void *ptr, size_t new_size, size_t old_size SAMPLING_GC_ALLOWED_PARAM)
+{
+    /* The common cases: a block not sampled, and either nothing counted
+     * (malloc sampling off: no size to find) or growth short of the
+     * point. */
+    if (RB_LIKELY(!malloc_maybe_sampled(ptr))) {
+        if (!malloc_state.on) {
+            return rb_gc_impl_realloc_default(objspace_ptr, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
+        }
+        if (RB_UNLIKELY(!old_size)) return malloc_realloc_unsized(objspace_ptr, ptr, new_size SAMPLING_GC_ALLOWED_ARG);
+        return malloc_realloc_counted(objspace_ptr, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
+    }
+    return malloc_realloc_slow(objspace_ptr, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
+}
+
+/* ---- the sampler's side (API: VM lock and barrier held) ---- */
+
+static void
+malloc_counters_reset(void)
+{
+    malloc_state.bytes = malloc_state.samples = malloc_state.points = 0;
+    malloc_state.dropped = malloc_state.lost_frees = 0;
+    malloc_state.threads = 0;
+    __atomic_fetch_add(&malloc_epoch, 1, __ATOMIC_RELEASE);
+    malloc_thread_reset(&malloc_tls);   /* the calling thread counts from now, exactly */
+}
+
+/* The settings of a start (begin_counting turns it on). */
+static void
+malloc_start(const struct sampling_params *params, uint64_t seed)
+{
+    malloc_state.mode = params->mode;
+    malloc_state.interval = params->interval;
+    malloc_state.seed = seed ^ UINT64_C(0x6d616c6c6f63);    /* "malloc": not the slot points' sequence */
+}
+
+static void
+malloc_stop(void)
+{
+    malloc_state.on = false;
+    __atomic_fetch_add(&malloc_epoch, 1, __ATOMIC_RELEASE);
+    malloc_thread_reset(&malloc_tls);
+}
+
+/* stats: the calling thread's bytes since its last point count too;
+ * other threads' are counted at their next point (README, Limits). */
+static void
+malloc_get_stats(struct sampler_stats *stats)
+{
+    struct malloc_thread *t = &malloc_tls;
+    stats->malloc = malloc_state.on;
+    stats->malloc_allocated_bytes = malloc_state.bytes + (malloc_state.on && t->epoch == malloc_epoch ? t->set - t->countdown : 0);
+    stats->malloc_samples = malloc_state.samples;
+    stats->malloc_points = malloc_state.points;
+    stats->dropped += malloc_state.dropped + malloc_state.lost_frees;
+}
+
+/* The lock is held across fork, so a child never inherits it taken. */
+static void malloc_lock_take(void) { pthread_mutex_lock(&malloc_lock); }
+static void malloc_lock_give(void) { pthread_mutex_unlock(&malloc_lock); }
+
+static void
+malloc_init(void)
+{
+    pthread_atfork(malloc_lock_take, malloc_lock_give, malloc_lock_give);
+}

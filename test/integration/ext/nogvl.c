@@ -1,0 +1,70 @@
+/* nogvl.c: a test extension that allocates and frees with ruby_xmalloc /
+ * ruby_xfree where Ruby code cannot: without the GVL (a blocking region)
+ * and on a thread Ruby does not know.  Built by helper.rb's
+ * build_nogvl_ext; used by test_malloc_frees_anywhere.rb. */
+#include <pthread.h>
+#include "ruby/ruby.h"
+#include "ruby/thread.h"
+
+struct job { size_t size; void *ptr; };
+
+static void *alloc_fn(void *p) { struct job *j = p; j->ptr = ruby_xmalloc(j->size); memset(j->ptr, 1, j->size); return NULL; }
+static void *free_fn(void *p) { struct job *j = p; ruby_xfree(j->ptr); return NULL; }
+
+/* NoGVL.alloc(size) -> address: with the GVL, at the caller's line */
+static VALUE
+m_alloc(VALUE self, VALUE size)
+{
+    struct job j = { NUM2SIZET(size), NULL };
+    alloc_fn(&j);
+    return ULL2NUM((uintptr_t)j.ptr);
+}
+
+/* NoGVL.alloc_nogvl(size) -> address: in a blocking region */
+static VALUE
+m_alloc_nogvl(VALUE self, VALUE size)
+{
+    struct job j = { NUM2SIZET(size), NULL };
+    rb_thread_call_without_gvl(alloc_fn, &j, RUBY_UBF_IO, NULL);
+    return ULL2NUM((uintptr_t)j.ptr);
+}
+
+/* NoGVL.free(address): with the GVL */
+static VALUE
+m_free(VALUE self, VALUE addr)
+{
+    struct job j = { 0, (void *)(uintptr_t)NUM2ULL(addr) };
+    free_fn(&j);
+    return Qnil;
+}
+
+/* NoGVL.free_nogvl(address): in a blocking region */
+static VALUE
+m_free_nogvl(VALUE self, VALUE addr)
+{
+    struct job j = { 0, (void *)(uintptr_t)NUM2ULL(addr) };
+    rb_thread_call_without_gvl(free_fn, &j, RUBY_UBF_IO, NULL);
+    return Qnil;
+}
+
+/* NoGVL.free_native(address): on a thread Ruby does not know */
+static VALUE
+m_free_native(VALUE self, VALUE addr)
+{
+    struct job j = { 0, (void *)(uintptr_t)NUM2ULL(addr) };
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_fn, &j)) rb_sys_fail("pthread_create");
+    pthread_join(t, NULL);
+    return Qnil;
+}
+
+void
+Init_nogvl(void)
+{
+    VALUE m = rb_define_module("NoGVL");
+    rb_define_module_function(m, "alloc", m_alloc, 1);
+    rb_define_module_function(m, "alloc_nogvl", m_alloc_nogvl, 1);
+    rb_define_module_function(m, "free", m_free, 1);
+    rb_define_module_function(m, "free_nogvl", m_free_nogvl, 1);
+    rb_define_module_function(m, "free_native", m_free_native, 1);
+}
