@@ -284,6 +284,13 @@ malloc_inline_ok(void)
     return !sampling_ractors && !sampler.records.reading;
 }
 
+/* Malloc samples have a recent slot of their own (no heap uses it), but
+ * their captures compare with no recent site: a queued sample is applied
+ * later, when the site it matched may be gone. */
+#define MALLOC_RECENT_SLOT (SAMPLING_RECENT_SLOTS - 1)
+STATIC_ASSERT(malloc_recent_slot, HEAP_COUNT <= MALLOC_RECENT_SLOT);
+static struct sampling_stack *const malloc_no_recent[SAMPLING_RECENT_WAYS];
+
 /* Records a sample of the block ptr (NULL: freed already) (under
  * malloc_lock, by the records' owner). */
 static void
@@ -300,6 +307,9 @@ malloc_apply_sample(void *ptr, const struct sampling_sample *sample, const struc
     in.site.kind.word = 0;
     in.site.kind.type = SAMPLING_TYPE_MALLOC;
     in.site.kind.origin = capture.origin;
+    in.site.recent = MALLOC_RECENT_SLOT;
+    in.site.cfps = capture.cfps;
+    in.site.site = NULL;
     in.sample = *sample;
     uint32_t index = sampling_records_add(&sampler.records, &in);
     uint64_t seq = index == SAMPLING_NONE ? 0 : sampler.records.items[index].seq;
@@ -397,19 +407,19 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t size, uint64_t points
     e.sample.size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
     e.sample.heap = UINT8_MAX;
     e.capture = (struct sampling_capture){ sampling_hash_end(SAMPLING_HASH_START, 0, false), 0, false,
-                                           SAMPLING_ORIGIN_NO_GVL };
+                                           SAMPLING_ORIGIN_NO_GVL, 0, NULL };
     bool gvl = !t->busy && ruby_thread_has_gvl_p();
     bool now = gvl && malloc_inline_ok();
     t->busy = true;
     if (now) {
-        e.capture = sampling_frames_capture(sampler.scratch, sampler.params.depth);
+        e.capture = sampling_frames_capture(sampler.scratch, sampler.params.depth, malloc_no_recent);
         e.frames = sampler.scratch;
     }
     else if (gvl) {
         /* its own stack, walked into a buffer of its own: the scratch
          * buffer belongs to the records' owner */
         e.frames = malloc((sampler.params.depth + 1) * sizeof(*e.frames));
-        if (e.frames) e.capture = sampling_frames_capture(e.frames, sampler.params.depth);
+        if (e.frames) e.capture = sampling_frames_capture(e.frames, sampler.params.depth, malloc_no_recent);
     }
     pthread_mutex_lock(&malloc_lock);
     /* an entry left by a block released with plain free() (README, Limits) */
