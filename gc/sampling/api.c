@@ -77,6 +77,7 @@ sampler_start_m(int argc, VALUE *argv, VALUE self)
 
     /* keep the out= of a boot-time start: the profile is still written at exit */
     strcpy(params.out, sampler_params()->out);
+    params.every = sampler_params()->every;
     sampler_start(&params);
     return Qtrue;
 }
@@ -128,6 +129,10 @@ sampler_stats_m(VALUE self)
     rb_hash_aset(h, SYM("folded"), ULL2NUM(s.folded));
     rb_hash_aset(h, SYM("named"), ULL2NUM(s.named));
     rb_hash_aset(h, SYM("allocated_bytes"), ULL2NUM(s.allocated_bytes));
+    uint64_t label_sets, label_sets_dropped;
+    sampling_labels_stats(&label_sets, &label_sets_dropped);
+    rb_hash_aset(h, SYM("label_sets"), ULL2NUM(label_sets));
+    rb_hash_aset(h, SYM("label_sets_dropped"), ULL2NUM(label_sets_dropped));
     VALUE heaps = rb_ary_new_capa((long)s.nheaps);
     for (size_t i = 0; i < s.nheaps; i++) {
         VALUE hh = rb_hash_new();
@@ -165,7 +170,8 @@ start_from_environment(void)
         strcpy(params.out, out);
     }
     sampler_start(&params);
-    if (params.out[0]) sampling_write_at_exit();
+    /* with every=, delta files instead (delta.c, once threads can run) */
+    if (params.out[0] && !params.every) sampling_write_at_exit();
 }
 
 void
@@ -181,6 +187,8 @@ sampling_api_init(void)
     sampling_define_sample(mSampler);
     sampling_define_profile(mSampler);
     sampling_define_report(mSampler);
+    sampling_define_labels(mSampler);
+    sampling_define_delta(mSampler);
 
     start_from_environment();
 }

@@ -72,6 +72,7 @@
 #include "sample_point.h"
 #include "records.h"
 #include "frames.h"
+#include "labels.h"
 #include "sampler.h"
 #include "api.h"
 #include "sample_point.c"
@@ -142,7 +143,9 @@ static bool sampling_ractors;
 #define rb_gc_impl_init rb_gc_impl_init_default
 #define rb_gc_impl_ractor_cache_alloc rb_gc_impl_ractor_cache_alloc_default
 #define rb_gc_impl_after_fork rb_gc_impl_after_fork_default
+#define rb_gc_impl_set_params rb_gc_impl_set_params_default
 #include "gc/default/default.c"
+#undef rb_gc_impl_set_params
 #undef rb_gc_impl_active_gc_name
 #undef rb_gc_impl_init
 #undef rb_gc_impl_ractor_cache_alloc
@@ -180,6 +183,15 @@ rb_gc_impl_after_fork(void *objspace_ptr, rb_pid_t pid)
 {
     rb_gc_impl_after_fork_default(objspace_ptr, pid);
     if (pid == 0) sampler_after_fork(objspace_ptr);
+}
+
+/* Called once the VM can run threads (ruby_gc_set_params, from
+ * process_options): RUBY_GC_SAMPLING's every= starts its writer here. */
+void
+rb_gc_impl_set_params(void *objspace_ptr)
+{
+    rb_gc_impl_set_params_default(objspace_ptr);
+    sampling_api_booted();
 }
 
 static void sampler_init(void);
@@ -306,6 +318,7 @@ sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, si
     in.site.kind.type = type;
     in.site.kind.imemo_type = type == T_IMEMO ? (uint8_t)((flags >> FL_USHIFT) & 0x0f) : 0; /* IMEMO_MASK, internal/imemo.h */
     in.site.kind.origin = capture.origin;
+    in.site.labels = sampling_labels_current();
     GC_ASSERT(in.site.hash == sampling_stack_hash(in.site.frames, in.site.nframes, in.site.truncated));
     in.sample.weight = sampler.config.mode == SAMPLING_MODE_FIXED ? (double)points * (double)sampler.config.interval
                                                                   : sampler.poisson_weight[heap_idx];

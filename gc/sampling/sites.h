@@ -128,6 +128,8 @@ struct sampling_stack {
     struct sampling_stack *idle_older, *idle_newer; /* sites no record uses, oldest first */
     double alloc_space;     /* estimated bytes allocated here (every sample's weight) */
     double alloc_objects;   /* estimated objects (every sample's weight / size) */
+    uint64_t id;            /* 1, 2, ... never reused in the process (delta readers key on it) */
+    uint32_t labels;        /* label set id (labels.h), 0: none */
     uint32_t refcount;      /* records that use it (sampling_site_use) */
     uint32_t nframes;
     struct sampling_kind kind;
@@ -161,6 +163,7 @@ struct sampling_site_key {
     uint32_t nframes;
     bool truncated;
     struct sampling_kind kind;
+    uint32_t labels;                    /* label set id (labels.h), 0: none */
 };
 
 /* The site of key, stored now if new (idle, no record yet); NULL when
@@ -206,6 +209,10 @@ void sampling_sites_update_references(struct sampling_sites *sites, sampling_loc
 
 /* Totals start again from zero (a forked child counts its own). */
 void sampling_sites_reset_totals(struct sampling_sites *sites);
+
+/* Bumped whenever totals go back to zero (reset_totals, free): a delta
+ * reader's baseline from an older generation no longer applies. */
+uint64_t sampling_sites_generation(void);
 
 /* Folds idle sites, oldest first, until at most max are left or none is
  * idle. */

@@ -106,6 +106,7 @@ sample_in(struct sampling_sample_in *in, struct sampling_frame *frames, uintptr_
     in->sample.weight = 40.0 * (double)(1 + rnd(100));
     in->sample.size = 40;
     in->site.kind.type = (uint16_t)rnd(3);
+    in->site.labels = (uint32_t)rnd(3);
 }
 
 static void
