@@ -20,6 +20,10 @@
 #
 #   BENCH_EXT_DIR      where the extensions were built (build/bench/ext)
 #   BENCH_MEMPROF_LIB  lib dir of the unpacked memory_profiler
+#   BENCH_WRAP         labels: run the region inside
+#                      AllocationSampler.with_labels(endpoint: "bench");
+#                      tap: inside Object#tap (the same two frames, no
+#                      labels), the baseline to compare labels with
 #   BENCH_KEEP_LIVE    keep this many sampled objects alive, then run
 #                      BENCH_GC_LOOPS minor GCs as the region (liveness cost)
 
@@ -83,6 +87,10 @@ else
   # alloc_micro.rb can run at a stack depth of 8
   if memprof
     CallgrindProbe.collect { $memprof_report = MemoryProfiler.report { load workload } }
+  elsif ENV["BENCH_WRAP"] == "labels"
+    ObjectSpace::AllocationSampler.with_labels(endpoint: "bench") { CallgrindProbe.collect { load workload } }
+  elsif ENV["BENCH_WRAP"] == "tap"
+    tap { CallgrindProbe.collect { load workload } }
   else
     CallgrindProbe.collect { load workload }
   end

@@ -10,6 +10,13 @@
  * server's requests never see one another's.  with_labels sets it for
  * its block and restores the outer value on the way out (ensure), so
  * nesting works as Go's pprof.Do: inner keys override outer ones.
+ *
+ * The same id also goes into the fiber's locals (Thread#[], an id table
+ * keyed by ID, not inherited) under the same key: the sampling path asks
+ * there first, a lookup about three times cheaper than the storage Hash
+ * (benchmark/results/labels.md).  The locals are set and restored with
+ * the storage, so where they hold an id it is the storage's; a fiber or
+ * thread that only inherited labels has none there and reads the storage.
  */
 #include "ruby/internal/config.h"
 #include "vm_core.h"
@@ -27,31 +34,23 @@ static pthread_mutex_t labels_lock = PTHREAD_MUTEX_INITIALIZER;  /* writers of `
 static ID id_storage_key;
 static VALUE cFiber;
 
-static VALUE
-storage_key(void)
-{
-    if (!id_storage_key) id_storage_key = rb_intern("__allocation_sampler_labels");
-    return ID2SYM(id_storage_key);  /* a static Symbol: hashing it calls nothing */
-}
-
-/* The thread's running fiber's context, as frames.c finds it. */
-static rb_execution_context_t *
-current_ec(void)
-{
-    VALUE thread = rb_thread_current();
-    if (!thread || RB_SPECIAL_CONST_P(thread) || !RB_TYPE_P(thread, T_DATA)) return NULL;
-    rb_thread_t *th = (rb_thread_t *)RTYPEDDATA_GET_DATA(thread);
-    return th ? th->ec : NULL;
-}
+/* a static Symbol: hashing it calls nothing */
+#define storage_key() ID2SYM(id_storage_key)
 
 uint32_t
 sampling_labels_read(void)
 {
-    rb_execution_context_t *ec = current_ec();
-    if (!ec || !RB_TYPE_P(ec->storage, T_HASH)) return 0;
+    /* (sampling_labels_on: with_labels ran, so threads exist) */
+    VALUE thread = rb_thread_current();
+    /* the fiber's own with_labels: an id table lookup, allocating nothing */
+    VALUE id = rb_thread_local_aref(thread, id_storage_key);
+    if (FIXNUM_P(id)) return (uint32_t)FIX2ULONG(id);
+    /* inherited (a fiber or thread started inside with_labels), or none */
+    rb_execution_context_t *ec = ((rb_thread_t *)RTYPEDDATA_GET_DATA(thread))->ec;
+    if (!RB_TYPE_P(ec->storage, T_HASH)) return 0;
     /* Symbol keys only (Fiber storage checks): the lookup hashes and
      * compares Symbols, calling no method and allocating nothing. */
-    VALUE id = rb_hash_lookup2(ec->storage, storage_key(), Qnil);
+    id = rb_hash_lookup2(ec->storage, ID2SYM(id_storage_key), Qnil);
     return FIXNUM_P(id) ? (uint32_t)FIX2ULONG(id) : 0;
 }
 
@@ -182,6 +181,21 @@ fiber_storage_set(VALUE value)
     return rb_funcall(fiber_class(), rb_intern("[]="), 2, storage_key(), value);
 }
 
+/* the locals and the storage, set together (see the top) */
+static void
+labels_set(VALUE id)
+{
+    rb_thread_local_aset(rb_thread_current(), id_storage_key, id);
+    fiber_storage_set(id);
+}
+
+static VALUE
+labels_restore(VALUE outer)
+{
+    labels_set(outer);
+    return Qnil;
+}
+
 static VALUE
 with_labels_yield(VALUE unused)
 {
@@ -196,11 +210,12 @@ with_labels_m(int argc, VALUE *argv, VALUE self)
     rb_scan_args(argc, argv, "0:", &opts);
     if (!rb_block_given_p()) rb_raise(rb_eArgError, "with_labels: a block is required");
     VALUE outer = rb_funcall(fiber_class(), rb_intern("[]"), 1, storage_key());
+    if (!FIXNUM_P(outer)) outer = Qnil;
     uint32_t id = labels_merge(FIXNUM_P(outer) ? (uint32_t)FIX2ULONG(outer) : 0, opts);
     if (!id) return rb_yield(Qundef);
     sampling_labels_on = true;
-    fiber_storage_set(UINT2NUM(id));
-    return rb_ensure(with_labels_yield, Qnil, fiber_storage_set, outer);
+    labels_set(UINT2NUM(id));
+    return rb_ensure(with_labels_yield, Qnil, labels_restore, outer);
 }
 
 /* ---- readers ---- */
@@ -239,5 +254,6 @@ sampling_labels_stats(uint64_t *count, uint64_t *dropped)
 void
 sampling_define_labels(VALUE mSampler)
 {
+    id_storage_key = rb_intern("__allocation_sampler_labels");
     rb_define_singleton_method(mSampler, "with_labels", with_labels_m, -1);
 }
