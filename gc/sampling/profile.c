@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +45,7 @@ struct pprof_build {
     struct pprof *p;
     uint64_t key_class, key_type;
     struct sampling_delta *delta;   /* alloc_* since its last read; NULL: since start */
+    const char *default_type;       /* what readers show first */
     uint8_t *bytes;
     size_t len;
 };
@@ -112,7 +114,7 @@ pprof_build_body(VALUE arg)
     pprof_sample_type(p, "inuse_objects", "count");
     pprof_sample_type(p, "inuse_space", "bytes");
     pprof_period(p, "space", "bytes", (int64_t)params->interval);
-    pprof_default_sample_type(p, "alloc_space");
+    pprof_default_sample_type(p, b->default_type);
     b->key_class = pprof_cstring(p, "class");
     b->key_type = pprof_cstring(p, "type");
 
@@ -172,16 +174,22 @@ pprof_build_ensure(VALUE arg)
 /* The profile as a binary String (gzip-compressed pprof); with a delta,
  * alloc_* count what was allocated since its last read (which this read
  * becomes), inuse_* stay a snapshot. */
-VALUE
-sampling_pprof_bytes(struct sampling_delta *delta)
+static VALUE
+pprof_bytes(struct sampling_delta *delta, const char *default_type)
 {
     struct pprof *p = pprof_new();
     if (!p) rb_memerror();
-    struct pprof_build b = { READ_INIT, st_init_numtable(), p, 0, 0, delta, NULL, 0 };
+    struct pprof_build b = { READ_INIT, st_init_numtable(), p, 0, 0, delta, default_type, NULL, 0 };
     rb_ensure(pprof_build_body, (VALUE)&b, pprof_build_ensure, (VALUE)&b);
     VALUE str = rb_str_new((const char *)b.bytes, (long)b.len);
     free(b.bytes);
     return str;
+}
+
+VALUE
+sampling_pprof_bytes(struct sampling_delta *delta)
+{
+    return pprof_bytes(delta, "alloc_space");
 }
 
 /* Writes bytes to path_or_io: an IO (anything with #write, even one that
@@ -211,11 +219,26 @@ sampling_check_destination(VALUE dest, const char *argname)
         rb_raise(rb_eArgError, "%s must be a path (String, Pathname) or an IO (got %"PRIsVALUE")", argname, rb_inspect(dest));
 }
 
-/* pprof => the profile as a String (what write_pprof writes) */
+/* pprof(default_sample_type: "alloc_space") => the profile as a String
+ * (what write_pprof writes); the Rack middleware's heap route makes
+ * readers show inuse_space first, as Go's heap profiles do. */
 static VALUE
-sampler_pprof_m(VALUE self)
+sampler_pprof_m(int argc, VALUE *argv, VALUE self)
 {
-    return sampling_pprof_bytes(NULL);
+    static const char *const types[] = { "alloc_objects", "alloc_space", "inuse_objects", "inuse_space" };
+    VALUE opts = Qnil, type = Qundef;
+    rb_scan_args(argc, argv, "0:", &opts);
+    if (!NIL_P(opts)) {
+        ID key = rb_intern("default_sample_type");
+        rb_get_kwargs(opts, &key, 0, 1, &type);
+    }
+    if (type == Qundef) return sampling_pprof_bytes(NULL);
+    VALUE name = RB_SYMBOL_P(type) ? rb_sym2str(type) : type;
+    for (size_t i = 0; RB_TYPE_P(name, T_STRING) && i < sizeof(types) / sizeof(types[0]); i++) {
+        if (strcmp(StringValueCStr(name), types[i]) == 0) return pprof_bytes(NULL, types[i]);
+    }
+    rb_raise(rb_eArgError, "default_sample_type must be alloc_objects, alloc_space, inuse_objects or inuse_space (got %"PRIsVALUE")",
+             rb_inspect(type));
 }
 
 static VALUE
@@ -275,5 +298,5 @@ void
 sampling_define_profile(VALUE mSampler)
 {
     rb_define_singleton_method(mSampler, "write_pprof", sampler_write_pprof_m, 1);
-    rb_define_singleton_method(mSampler, "pprof", sampler_pprof_m, 0);
+    rb_define_singleton_method(mSampler, "pprof", sampler_pprof_m, -1);
 }
