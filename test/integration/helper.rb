@@ -123,7 +123,7 @@ module RackServerHelper
     args = rack_lib_dirs.flat_map { |d| ["-I", d] }
     env = { "RUBY_GC_LIBRARY" => "sampling", "RUBY_GC_SAMPLING" => nil }.merge(env)
     script = File.join(__dir__, "rack_server.rb")
-    stdin, out, waiter = Open3.popen2e(env, RUBY, *args, script)
+    stdin, out, waiter = Open3.popen2e(env, SamplingTestHelper::RUBY, *args, script)
     stdin.close
     line = out.gets.to_s
     port = line[/\Aport (\d+)/, 1] or flunk("the server did not start: #{line}#{out.read}")
