@@ -23,7 +23,9 @@
 #   BENCH_WRAP         labels: run the region inside
 #                      AllocationSampler.with_labels(endpoint: "bench");
 #                      tap: inside Object#tap (the same two frames, no
-#                      labels), the baseline to compare labels with
+#                      labels), the baseline to compare labels with;
+#                      labels-thread, tap-thread: the same, with the region
+#                      in a thread started inside (labels inherited)
 #   BENCH_KEEP_LIVE    keep this many sampled objects alive, then run
 #                      BENCH_GC_LOOPS minor GCs as the region (liveness cost)
 
@@ -91,6 +93,12 @@ else
     ObjectSpace::AllocationSampler.with_labels(endpoint: "bench") { CallgrindProbe.collect { load workload } }
   elsif ENV["BENCH_WRAP"] == "tap"
     tap { CallgrindProbe.collect { load workload } }
+  elsif ENV["BENCH_WRAP"] == "labels-thread"
+    ObjectSpace::AllocationSampler.with_labels(endpoint: "bench") do
+      Thread.new { CallgrindProbe.collect { load workload } }.join
+    end
+  elsif ENV["BENCH_WRAP"] == "tap-thread"
+    tap { Thread.new { CallgrindProbe.collect { load workload } }.join }
   else
     CallgrindProbe.collect { load workload }
   end

@@ -63,24 +63,9 @@ module PprofHelper
 
   # The samples of a profile as go tool pprof -raw prints them: one Hash
   # per sample with :values (alloc_objects, alloc_space, inuse_objects,
-  # inuse_space) and :labels ("key" => "value").
-  def pprof_samples(path)
-    raw = pprof("-raw", path)
-    block = raw[/^Samples:\n.*?\n(.*?)^Locations/m, 1] or flunk("no samples in:\n#{raw}")
-    samples = []
-    block.each_line do |line|
-      if (m = line.match(/^\s+(-?\d+)\s+(-?\d+)\s+(-?\d+)\s+(-?\d+):/))
-        samples << { values: m.captures.map(&:to_i), labels: {} }
-      elsif samples.any? && line =~ /^\s+\w+:\[/
-        line.scan(/(\w+):\[([^\]]*)\]/) { |k, v| samples.last[:labels][k] = v }
-      end
-    end
-    samples
-  end
-
-  # As pprof_samples, each with :functions too (names, innermost first).
-  # source: a path or a URL (go tool pprof fetches it).
-  def pprof_stacks(source)
+  # inuse_space), :labels ("key" => "value") and :functions (names,
+  # innermost first).  source: a path, or a URL go tool pprof fetches.
+  def pprof_samples(source)
     raw = pprof("-raw", source)
     names = {}
     raw[/^Locations\n(.*?)(^Mappings|\z)/m, 1].to_s.each_line do |line|

@@ -8,7 +8,7 @@ require "tmpdir"
 
 class TestDeltaFiles < Minitest::Test
   def alloc_space_by_stack(path)
-    pprof_stacks(path).each_with_object(Hash.new(0)) { |s, h| h[s[:functions]] += s[:values][1] }
+    pprof_samples(path).each_with_object(Hash.new(0)) { |s, h| h[s[:functions]] += s[:values][1] }
   end
 
   def test_deltas_add_up_to_the_run

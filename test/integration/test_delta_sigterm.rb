@@ -21,7 +21,7 @@ class TestDeltaSigterm < Minitest::Test
       files = Dir[File.join(dir, "alloc-*.pb.gz")]
       assert_equal 1, files.size, files.inspect
       assert_match(/-1\.pb\.gz\z/, files[0])
-      work = pprof_stacks(files[0]).select { |s| s[:functions].include?("Object#work") }
+      work = pprof_samples(files[0]).select { |s| s[:functions].include?("Object#work") }
       assert_operator work.sum { |s| s[:values][1] }, :>=, 50_000 * 80 * 0.9
     end
   end

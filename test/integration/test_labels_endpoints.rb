@@ -82,7 +82,7 @@ class TestLabelsEndpoints < Minitest::Test
       path = File.join(dir, "labels.pb.gz")
       Sampler.write_pprof(path)
       totals = Hash.new { |h, k| h[k] = Hash.new(0) }
-      pprof_stacks(path).each do |s|
+      pprof_samples(path).each do |s|
         site = site_of(s[:functions]) or next
         totals[[site, s[:labels]["endpoint"]]][:alloc_space] += s[:values][1]
         totals[[site, s[:labels]["endpoint"]]][:inuse_space] += s[:values][3]

@@ -42,12 +42,12 @@ class TestMiddlewarePprof < Minitest::Test
         base = "http://127.0.0.1:#{port}/debug/pprof"
         hit(port, (["/a", "/b"] * 20))
 
-        heap = by_site(pprof_stacks("#{base}/heap"))
+        heap = by_site(pprof_samples("#{base}/heap"))
         assert_equal [[:a, "GET /a"], [:b, "GET /b"]], heap.keys.sort_by(&:to_s)
         heap.each { |key, (alloc, inuse)| assert_operator alloc, :>, 0, key; assert_operator inuse, :>, 0, key }
 
         # a delta: /b only during its 2 seconds
-        fetch = Thread.new { pprof_stacks("#{base}/allocs?seconds=2") }
+        fetch = Thread.new { pprof_samples("#{base}/allocs?seconds=2") }
         sleep 0.5
         hit(port, ["/b"] * 10)
         delta = by_site(fetch.value)
@@ -55,7 +55,7 @@ class TestMiddlewarePprof < Minitest::Test
         assert_equal [[:b, "GET /b"]], delta.select { |_, (alloc, _)| alloc > 0 }.keys
         assert_operator delta[[:a, "GET /a"]][1], :>, 0
         assert_operator delta[[:b, "GET /b"]][0], :>, 0
-        full = by_site(pprof_stacks("#{base}/allocs"))
+        full = by_site(pprof_samples("#{base}/allocs"))
         assert_operator full[[:b, "GET /b"]][0], :>, delta[[:b, "GET /b"]][0]
         assert_operator full[[:a, "GET /a"]][0], :>, 0
 
