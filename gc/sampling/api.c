@@ -1,8 +1,9 @@
 /*
  * api.c: ObjectSpace::AllocationSampler: start, stop, enabled?, clear,
  * stats, and RUBY_GC_SAMPLING at boot.  The readers live beside it:
- * sample.c (Sample, samples, each_sample), profile.c (write_pprof, the
- * profile at exit), report.c (report, write_collapsed).
+ * sample.c (Sample, samples, each_sample), profile.c (write_pprof, pprof,
+ * the profile at exit), report.c (report, write_collapsed), labels_api.c
+ * (with_labels), delta.c (Delta, every=).
  *
  * Every argument is checked before anything changes: a call that raises
  * ArgumentError (naming the argument and its accepted range) leaves the

@@ -14,6 +14,8 @@
  *   records.c       records: liveness, eviction, the bound
  *   sites.c         sites (stack, class, type): totals, weak references
  *   frames.c        capturing and reading stacks (caller_locations rules)
+ *   labels.c        label sets as ids; labels_api.c gives a sample its
+ *                   fiber's (sampling_labels_current) and with_labels
  *   api.c           ObjectSpace::AllocationSampler and RUBY_GC_SAMPLING;
  *                   read.c, sample.c, profile.c, report.c read it from Ruby
  *

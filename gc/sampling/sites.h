@@ -2,9 +2,11 @@
  * sites.h: where samples are taken: sites, their totals, and the
  * references they hold weakly.
  *
- * Model.  A site is a place, a class and a type: the frames of a stack,
- * and the class and type of the objects allocated there.  Each is stored
- * once (hashed on its frames; its class mixed into its home slot) and
+ * Model.  A site is a place, a class, a type and a label set: the frames
+ * of a stack, the class and type of the objects allocated there, and the
+ * with_labels in effect (labels.h; 0: none), so each label set has its
+ * own totals.  Each is stored once (hashed on its frames; its class and
+ * label set mixed into its home slot) and
  * shared by every record taken there (records.h).  A site keeps the
  * totals of every sample taken there (bytes, objects), so a bound on
  * records bounds memory, never counts: allocation totals per site stay
