@@ -3,7 +3,8 @@
 # interleaved on one thread, each inside with_labels(endpoint: ...).  Every
 # sample of make_alpha is labelled alpha and every one of make_beta beta
 # (Sample#labels, and the pprof labels of alloc_space and inuse_space
-# samples); nothing allocated outside with_labels carries a label.
+# samples); nothing allocated outside with_labels carries a label, also
+# in a thread or fiber right after its with_labels block.
 require_relative "helper"
 require "tmpdir"
 
@@ -33,7 +34,10 @@ class TestLabelsEndpoints < Minitest::Test
     kept = Queue.new
     threads = Array.new(THREADS) do |i|
       Thread.new do
-        ROUNDS.times { |r| endpoint((i + r).even? ? "alpha" : "beta", kept) }
+        ROUNDS.times do |r|
+          endpoint((i + r).even? ? "alpha" : "beta", kept)
+          kept << unlabelled_work if r % 5 == 0    # a request without labels, after one with
+        end
       end
     end
     # fibers on this thread: each suspends inside its with_labels block
@@ -45,6 +49,7 @@ class TestLabelsEndpoints < Minitest::Test
             Fiber.yield
             kept << (name == "alpha" ? make_alpha : make_beta)
           end
+          kept << unlabelled_work
         end
       end
     end
