@@ -10,7 +10,10 @@
  * every=N,out=...%n...: a Ruby thread ("allocation_sampler") writes a
  * delta file every N seconds, numbered 1, 2, ... (%n); an end proc writes
  * the last one, so an exit (a SIGTERM too) loses nothing.  A mutex keeps
- * the thread's write and the last one apart, in order.
+ * the thread's write and the last one apart, in order.  A forked child
+ * (Process._fork, which fork, Process.fork and IO.popen("-") call) gets a
+ * writer of its own, numbering its files (%p: its pid) from 1 and
+ * counting from the fork, as its totals do.
  */
 #include "ruby/ruby.h"
 
@@ -292,6 +295,25 @@ periodic_at_exit(VALUE unused)
     else rb_mutex_synchronize(periodic.mutex, periodic_write_locked, Qtrue);
 }
 
+static void
+periodic_start(void)
+{
+    periodic.seq = 0;
+    periodic.done = false;
+    periodic.mutex = rb_mutex_new();   /* (the parent's may be held by its writer, gone here) */
+    periodic.thread = rb_thread_create(periodic_thread, NULL);
+    rb_funcall(periodic.thread, rb_intern("name="), 1, rb_str_new_cstr("allocation_sampler"));
+}
+
+/* Process._fork, prepended: the child starts its own writer */
+static VALUE
+periodic_fork(VALUE self)
+{
+    VALUE pid = rb_call_super(0, NULL);
+    if (pid == INT2FIX(0) && sampler_enabled()) periodic_start();
+    return pid;
+}
+
 void
 sampling_api_booted(void)
 {
@@ -301,10 +323,11 @@ sampling_api_booted(void)
     rb_gc_register_address(&periodic.mutex);
     rb_gc_register_address(&periodic.thread);
     periodic.delta = delta_alloc(cDelta);    /* since start: the first file has every sample from boot */
-    periodic.mutex = rb_mutex_new();
     rb_set_end_proc(periodic_at_exit, Qnil);
-    periodic.thread = rb_thread_create(periodic_thread, NULL);
-    rb_funcall(periodic.thread, rb_intern("name="), 1, rb_str_new_cstr("allocation_sampler"));
+    VALUE fork_hook = rb_module_new();
+    rb_define_method(fork_hook, "_fork", periodic_fork, 0);
+    rb_prepend_module(rb_singleton_class(rb_mProcess), fork_hook);
+    periodic_start();
 }
 
 void
