@@ -134,9 +134,10 @@ capture_rest(struct capture *c, bool skip_next)
 }
 
 struct sampling_capture
-sampling_frames_capture(struct sampling_frame *buf, uint32_t depth)
+sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, const void **ec_out)
 {
     rb_execution_context_t *ec = current_ec();
+    *ec_out = ec;
     /* No thread object yet: the VM is booting.  (cfp is NULL whenever
      * vm_stack is: rb_ec_clear_vm_stack clears it first, as a thread or
      * fiber ends.) */

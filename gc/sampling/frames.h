@@ -47,8 +47,10 @@ struct sampling_capture {
 };
 
 /* Fills buf with up to depth frames of the current thread, innermost first
- * (buf holds depth + 1: a location-only frame may follow a cut stack). */
-struct sampling_capture sampling_frames_capture(struct sampling_frame *buf, uint32_t depth);
+ * (buf holds depth + 1: a location-only frame may follow a cut stack).
+ * *ec gets the running fiber's rb_execution_context_t (NULL at boot), for
+ * labels.h. */
+struct sampling_capture sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, const void **ec);
 
 /* A frame as caller_locations shows it. */
 struct sampling_location {

@@ -57,19 +57,20 @@ const struct sampling_label_set *sampling_labels_get(const struct sampling_label
 
 void sampling_labels_free(struct sampling_labels *t);
 
-/* The label set id of the running fiber: 0 unless with_labels is active
- * there (or in the fiber or thread that started it).  On the sampling
- * path: reads a Fixnum from the Fiber storage (one Hash lookup of a
- * static Symbol), allocates nothing, calls no Ruby method; costs a flag
- * test while with_labels was never called.  (sampling_labels_read is in
- * labels_api.c, which sees the VM.) */
+/* The label set id of the running fiber (ec: its execution context, as
+ * the stack capture found it; NULL at boot): 0 unless with_labels is
+ * active there (or in the fiber or thread that started it).  On the
+ * sampling path: reads a Fixnum from the fiber's locals, or from the
+ * Fiber storage (labels_api.c), allocates nothing, calls no Ruby method;
+ * costs a flag test while with_labels was never called.
+ * (sampling_labels_read is in labels_api.c, which sees the VM.) */
 extern bool sampling_labels_on;
-uint32_t sampling_labels_read(void);
+uint32_t sampling_labels_read(const void *ec);
 
 static inline uint32_t
-sampling_labels_current(void)
+sampling_labels_current(const void *ec)
 {
-    return __builtin_expect(sampling_labels_on, 0) ? sampling_labels_read() : 0;
+    return __builtin_expect(sampling_labels_on, 0) && ec ? sampling_labels_read(ec) : 0;
 }
 
 /* A set's pairs: for (p = s->text, i = 0; i < s->npairs; i++, p = value + vlen + 1)

@@ -38,15 +38,14 @@ static VALUE cFiber;
 #define storage_key() ID2SYM(id_storage_key)
 
 uint32_t
-sampling_labels_read(void)
+sampling_labels_read(const void *ec_)
 {
-    /* (sampling_labels_on: with_labels ran, so threads exist) */
-    VALUE thread = rb_thread_current();
-    /* the fiber's own with_labels: an id table lookup, allocating nothing */
-    VALUE id = rb_thread_local_aref(thread, id_storage_key);
+    const rb_execution_context_t *ec = ec_;
+    /* the fiber's own with_labels: an id table lookup, allocating nothing
+     * (for the thread running ec, rb_thread_local_aref reads ec's locals) */
+    VALUE id = rb_thread_local_aref(ec->thread_ptr->self, id_storage_key);
     if (FIXNUM_P(id)) return (uint32_t)FIX2ULONG(id);
     /* inherited (a fiber or thread started inside with_labels), or none */
-    rb_execution_context_t *ec = ((rb_thread_t *)RTYPEDDATA_GET_DATA(thread))->ec;
     if (!RB_TYPE_P(ec->storage, T_HASH)) return 0;
     /* Symbol keys only (Fiber storage checks): the lookup hashes and
      * compares Symbols, calling no method and allocating nothing. */

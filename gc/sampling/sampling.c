@@ -308,7 +308,8 @@ sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, si
     sampler.points[heap_idx] += points;
 
     uint16_t type = (uint16_t)(flags & RUBY_T_MASK);
-    struct sampling_capture capture = sampling_frames_capture(sampler.scratch, sampler.params.depth);
+    const void *ec;
+    struct sampling_capture capture = sampling_frames_capture(sampler.scratch, sampler.params.depth, &ec);
     struct sampling_sample_in in;
     in.obj = obj;
     /* the class word of an imemo holds internal data, not a class */
@@ -320,7 +321,7 @@ sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, si
     in.site.kind.type = type;
     in.site.kind.imemo_type = type == T_IMEMO ? (uint8_t)((flags >> FL_USHIFT) & 0x0f) : 0; /* IMEMO_MASK, internal/imemo.h */
     in.site.kind.origin = capture.origin;
-    in.site.labels = sampling_labels_current();
+    in.site.labels = sampling_labels_current(ec);
     GC_ASSERT(in.site.hash == sampling_stack_hash(in.site.frames, in.site.nframes, in.site.truncated));
     in.sample.weight = sampler.config.mode == SAMPLING_MODE_FIXED ? (double)points * (double)sampler.config.interval
                                                                   : sampler.poisson_weight[heap_idx];
