@@ -13,7 +13,7 @@
  *
  * The same id also goes into the fiber's locals (Thread#[], an id table
  * keyed by ID, not inherited) under the same key: the sampling path asks
- * there first, about 76 instructions against about 110 more for the
+ * there first, about 70 instructions against about 100 more for the
  * storage Hash (benchmark/results/labels.md).  The locals are set and restored with
  * the storage, so where they hold an id it is the storage's; a fiber or
  * thread that only inherited labels has none there and reads the storage.
