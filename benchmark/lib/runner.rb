@@ -21,6 +21,12 @@
 #
 #   BENCH_EXT_DIR      where the extensions were built (build/bench/ext)
 #   BENCH_MEMPROF_LIB  lib dir of the unpacked memory_profiler
+#   BENCH_WRAP         labels: run the region inside
+#                      AllocationSampler.with_labels(endpoint: "bench");
+#                      tap: inside Object#tap (the same two frames, no
+#                      labels), the baseline to compare labels with;
+#                      labels-thread, tap-thread: the same, with the region
+#                      in a thread started inside (labels inherited)
 #   BENCH_KEEP_LIVE    keep this many sampled objects alive, then run
 #                      BENCH_GC_LOOPS minor GCs as the region (liveness cost)
 
@@ -85,6 +91,16 @@ else
   # alloc_micro.rb can run at a stack depth of 8
   if memprof
     CallgrindProbe.collect { $memprof_report = MemoryProfiler.report { load workload } }
+  elsif ENV["BENCH_WRAP"] == "labels"
+    ObjectSpace::AllocationSampler.with_labels(endpoint: "bench") { CallgrindProbe.collect { load workload } }
+  elsif ENV["BENCH_WRAP"] == "tap"
+    tap { CallgrindProbe.collect { load workload } }
+  elsif ENV["BENCH_WRAP"] == "labels-thread"
+    ObjectSpace::AllocationSampler.with_labels(endpoint: "bench") do
+      Thread.new { CallgrindProbe.collect { load workload } }.join
+    end
+  elsif ENV["BENCH_WRAP"] == "tap-thread"
+    tap { Thread.new { CallgrindProbe.collect { load workload } }.join }
   else
     CallgrindProbe.collect { load workload }
   end

@@ -1,8 +1,9 @@
 /*
  * api.c: ObjectSpace::AllocationSampler: start, stop, enabled?, clear,
  * stats, and RUBY_GC_SAMPLING at boot.  The readers live beside it:
- * sample.c (Sample, samples, each_sample), profile.c (write_pprof, the
- * profile at exit), report.c (report, write_collapsed).
+ * sample.c (Sample, samples, each_sample), profile.c (write_pprof, pprof,
+ * the profile at exit), report.c (report, write_collapsed), labels_api.c
+ * (with_labels), delta.c (Delta, every=).
  *
  * Every argument is checked before anything changes: a call that raises
  * ArgumentError (naming the argument and its accepted range) leaves the
@@ -84,6 +85,7 @@ sampler_start_m(int argc, VALUE *argv, VALUE self)
 
     /* keep the out= of a boot-time start: the profile is still written at exit */
     strcpy(params.out, sampler_params()->out);
+    params.every = sampler_params()->every;
     sampler_start(&params);
     return Qtrue;
 }
@@ -139,6 +141,10 @@ sampler_stats_m(VALUE self)
     rb_hash_aset(h, SYM("malloc_allocated_bytes"), ULL2NUM(s.malloc_allocated_bytes));
     rb_hash_aset(h, SYM("malloc_samples"), ULL2NUM(s.malloc_samples));
     rb_hash_aset(h, SYM("malloc_points"), ULL2NUM(s.malloc_points));
+    uint64_t label_sets, label_sets_dropped;
+    sampling_labels_stats(&label_sets, &label_sets_dropped);
+    rb_hash_aset(h, SYM("label_sets"), ULL2NUM(label_sets));
+    rb_hash_aset(h, SYM("label_sets_dropped"), ULL2NUM(label_sets_dropped));
     VALUE heaps = rb_ary_new_capa((long)s.nheaps);
     for (size_t i = 0; i < s.nheaps; i++) {
         VALUE hh = rb_hash_new();
@@ -176,7 +182,8 @@ start_from_environment(void)
         strcpy(params.out, out);
     }
     sampler_start(&params);
-    if (params.out[0]) sampling_write_at_exit();
+    /* with every=, delta files instead (delta.c, once threads can run) */
+    if (params.out[0] && !params.every) sampling_write_at_exit();
 }
 
 void
@@ -192,6 +199,8 @@ sampling_api_init(void)
     sampling_define_sample(mSampler);
     sampling_define_profile(mSampler);
     sampling_define_report(mSampler);
+    sampling_define_labels(mSampler);
+    sampling_define_delta(mSampler);
 
     start_from_environment();
 }

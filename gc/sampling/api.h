@@ -15,6 +15,20 @@ void sampling_api_init(void);
 void sampling_define_sample(VALUE mSampler);    /* sample.c */
 void sampling_define_profile(VALUE mSampler);   /* profile.c */
 void sampling_define_report(VALUE mSampler);    /* report.c */
+void sampling_define_labels(VALUE mSampler);    /* labels_api.c */
+void sampling_define_delta(VALUE mSampler);     /* delta.c */
+
+/* Label sets for readers (labels_api.c): a set as a frozen Hash of
+ * frozen Strings (empty for 0), its pairs (labels.h; NULL for 0), and
+ * the counts for stats. */
+struct sampling_label_set;
+VALUE sampling_labels_hash(uint32_t id);
+const struct sampling_label_set *sampling_labels_set(uint32_t id);
+void sampling_labels_stats(uint64_t *count, uint64_t *dropped);
+
+/* RUBY_GC_SAMPLING's every=: starts the writer of delta files once the
+ * VM can run threads (delta.c; called from sampling.c's set_params). */
+void sampling_api_booted(void);
 
 /* Writes the profile to RUBY_GC_SAMPLING's out= at exit (profile.c). */
 void sampling_write_at_exit(void);

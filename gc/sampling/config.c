@@ -149,6 +149,19 @@ sampling_params_parse(const char *text, struct sampling_params *params, char *er
             if (valuelen == 1 && (*value == '0' || *value == '1')) params->malloc = *value == '1';
             else return fail(err, errlen, "%s=%s: expected 0 or 1", p, keylen, value, valuelen);
         }
+        else if (KEY("every")) {
+            /* seconds, or with a unit: 30s, 5m, 1h */
+            unsigned scale = 1;
+            size_t digits = valuelen;
+            if (valuelen > 1 && (value[valuelen - 1] == 's' || value[valuelen - 1] == 'm' || value[valuelen - 1] == 'h')) {
+                scale = value[valuelen - 1] == 'h' ? 3600 : value[valuelen - 1] == 'm' ? 60 : 1;
+                digits--;
+            }
+            if (!sampling_parse_size(value, digits, 0, &n) || n < 1 || n > SAMPLING_EVERY_MAX / scale)
+                return fail(err, errlen, "%s=%s: expected seconds from 1 to 86400 (with s, m or h: 60s, 5m, 1h)", p, keylen,
+                            value, valuelen);
+            params->every = (uint32_t)(n * scale);
+        }
         else if (KEY("out")) {
             if (valuelen == 0 || valuelen >= SAMPLING_OUT_MAX)
                 return fail(err, errlen, "%s=%s: expected a file path (%%p expands to the pid)", p, keylen, value, valuelen);
@@ -161,7 +174,7 @@ sampling_params_parse(const char *text, struct sampling_params *params, char *er
                 strcat(known, sampling_settings[i].name);
                 strcat(known, ", ");
             }
-            snprintf(fmt, sizeof(fmt), "unknown key '%%s'%%s (known: %smode, malloc, out)", known);
+            snprintf(fmt, sizeof(fmt), "unknown key '%%s'%%s (known: %smode, malloc, out, every)", known);
             return fail(err, errlen, fmt, p, keylen, "", 0);
         }
 #undef KEY
@@ -169,11 +182,16 @@ sampling_params_parse(const char *text, struct sampling_params *params, char *er
         p = end + 1;
         if (!*p) return fail(err, errlen, "trailing comma after '%s'%s", text, strlen(text), "", 0);
     }
+    /* each delta is a file of its own: one name would overwrite them */
+    if (params->every && !strstr(params->out, "%n")) {
+        snprintf(err, errlen, "every= needs out= with %%n, the delta file's number (e.g. out=alloc-%%p-%%n.pb.gz)");
+        return false;
+    }
     return true;
 }
 
 bool
-sampling_expand_path(const char *template_, long pid, char *out, size_t outlen)
+sampling_expand_path(const char *template_, long pid, unsigned long seq, char *out, size_t outlen)
 {
     size_t n = 0;
     for (const char *p = template_; *p; p++) {
@@ -182,6 +200,10 @@ sampling_expand_path(const char *template_, long pid, char *out, size_t outlen)
         size_t len;
         if (p[0] == '%' && p[1] == 'p') {
             len = (size_t)snprintf(buf, sizeof(buf), "%ld", pid);
+            p++;
+        }
+        else if (p[0] == '%' && p[1] == 'n') {
+            len = (size_t)snprintf(buf, sizeof(buf), "%lu", seq);
             p++;
         }
         else if (p[0] == '%' && p[1] == '%') {

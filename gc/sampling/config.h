@@ -28,8 +28,11 @@ struct sampling_params {
     bool malloc;                 /* sample malloc'd bytes too (malloc.c) */
     bool has_seed;
     uint64_t seed;
-    char out[SAMPLING_OUT_MAX];  /* "" when not given; %p not yet expanded */
+    char out[SAMPLING_OUT_MAX];  /* "" when not given; %p, %n not yet expanded */
+    uint32_t every;             /* seconds between delta files (out= names them, with %n); 0: one profile at exit */
 };
+
+#define SAMPLING_EVERY_MAX  86400   /* seconds */
 
 void sampling_params_default(struct sampling_params *params);
 
@@ -68,8 +71,8 @@ bool sampling_params_parse(const char *text, struct sampling_params *params, cha
  * overflow. */
 bool sampling_parse_size(const char *text, size_t len, unsigned base, uint64_t *out);
 
-/* Expands %p (pid) and %% in an output path template into out; false when
- * it does not fit. */
-bool sampling_expand_path(const char *template_, long pid, char *out, size_t outlen);
+/* Expands %p (pid), %n (seq: the delta file's number, 1, 2, ...) and %%
+ * in an output path template into out; false when it does not fit. */
+bool sampling_expand_path(const char *template_, long pid, unsigned long seq, char *out, size_t outlen);
 
 #endif

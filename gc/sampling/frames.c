@@ -172,9 +172,11 @@ match_pred(const rb_control_frame_t *cfp, const rb_control_frame_t *end, const s
 }
 
 struct sampling_capture
-sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, struct sampling_stack *const *recent)
+sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, struct sampling_stack *const *recent,
+                        const void **ec_out)
 {
     rb_execution_context_t *ec = current_ec();
+    *ec_out = ec;
     /* No thread object yet: the VM is booting.  (cfp is NULL whenever
      * vm_stack is: rb_ec_clear_vm_stack clears it first, as a thread or
      * fiber ends.) */

@@ -52,9 +52,10 @@ struct sampling_capture {
  * (buf holds depth + 1: a location-only frame may follow a cut stack).
  * recent (SAMPLING_RECENT_WAYS sites, some NULL) are stacks seen before,
  * one of them likely this one: the walk compares with them first and,
- * while one matches, neither stores nor hashes. */
+ * while one matches, neither stores nor hashes.  *ec gets the running
+ * fiber's rb_execution_context_t (NULL at boot), for labels.h. */
 struct sampling_capture sampling_frames_capture(struct sampling_frame *buf, uint32_t depth,
-                                                struct sampling_stack *const *recent);
+                                                struct sampling_stack *const *recent, const void **ec);
 
 /* A frame as caller_locations shows it. */
 struct sampling_location {

@@ -270,6 +270,7 @@ struct malloc_event {
     struct sampling_sample sample;      /* SAMPLE */
     struct sampling_frame *frames;      /* SAMPLE: malloc'd copy, or NULL */
     struct sampling_capture capture;
+    uint32_t labels;                    /* SAMPLE: the label set (labels.h), 0: none */
 };
 
 #define MALLOC_EVENTS 4096
@@ -295,7 +296,7 @@ static struct sampling_stack *const malloc_no_recent[SAMPLING_RECENT_WAYS];
  * malloc_lock, by the records' owner). */
 static void
 malloc_apply_sample(void *ptr, const struct sampling_sample *sample, const struct sampling_frame *frames,
-                    struct sampling_capture capture, size_t gc_count)
+                    struct sampling_capture capture, uint32_t labels, size_t gc_count)
 {
     struct sampling_sample_in in;
     in.obj = (uintptr_t)(ptr ? ptr : (void *)&in) | 1;
@@ -307,6 +308,7 @@ malloc_apply_sample(void *ptr, const struct sampling_sample *sample, const struc
     in.site.kind.word = 0;
     in.site.kind.type = SAMPLING_TYPE_MALLOC;
     in.site.kind.origin = capture.origin;
+    in.site.labels = labels;
     in.site.recent = MALLOC_RECENT_SLOT;
     in.site.cfps = capture.cfps;
     in.site.site = NULL;
@@ -331,7 +333,7 @@ malloc_drain_locked(size_t gc_count)
     for (size_t i = 0; i < malloc_nevents; i++) {
         struct malloc_event *e = &malloc_events[i];
         if (e->op == MALLOC_EVENT_SAMPLE) {
-            malloc_apply_sample(e->ptr, &e->sample, e->frames, e->capture, gc_count);
+            malloc_apply_sample(e->ptr, &e->sample, e->frames, e->capture, e->labels, gc_count);
             free(e->frames);
         }
         else {
@@ -411,16 +413,19 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t size, uint64_t points
     bool gvl = !t->busy && ruby_thread_has_gvl_p();
     bool now = gvl && malloc_inline_ok();
     t->busy = true;
+    const void *ec = NULL;
     if (now) {
-        e.capture = sampling_frames_capture(sampler.scratch, sampler.params.depth, malloc_no_recent);
+        e.capture = sampling_frames_capture(sampler.scratch, sampler.params.depth, malloc_no_recent, &ec);
         e.frames = sampler.scratch;
     }
     else if (gvl) {
         /* its own stack, walked into a buffer of its own: the scratch
          * buffer belongs to the records' owner */
         e.frames = malloc((sampler.params.depth + 1) * sizeof(*e.frames));
-        if (e.frames) e.capture = sampling_frames_capture(e.frames, sampler.params.depth, malloc_no_recent);
+        if (e.frames) e.capture = sampling_frames_capture(e.frames, sampler.params.depth, malloc_no_recent, &ec);
     }
+    /* its thread's labels, read by that thread (none without the GVL) */
+    e.labels = sampling_labels_current(ec);
     pthread_mutex_lock(&malloc_lock);
     /* an entry left by a block released with plain free() (README, Limits) */
     if (malloc_block_find(ptr)) malloc_forget_locked(objspace, ptr, now);
@@ -431,7 +436,7 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t size, uint64_t points
     }
     else if (now) {
         malloc_drain_locked(objspace->profile.count);
-        malloc_apply_sample(ptr, &e.sample, e.frames, e.capture, objspace->profile.count);
+        malloc_apply_sample(ptr, &e.sample, e.frames, e.capture, e.labels, objspace->profile.count);
     }
     else if (malloc_queue(&e)) {
         b->event = (uint32_t)malloc_nevents;

@@ -7,6 +7,8 @@
 
 #include "api.h"
 #include "config.h"
+#include "delta.h"
+#include "labels.h"
 #include "pprof.h"
 #include "read.h"
 #include "sampler.h"
@@ -14,6 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +44,8 @@ struct pprof_build {
     st_table *inuse;
     struct pprof *p;
     uint64_t key_class, key_type, key_memory;
+    struct sampling_delta *delta;   /* alloc_* since its last read; NULL: since start */
+    const char *default_type;       /* what readers show first */
     uint8_t *bytes;
     size_t len;
 };
@@ -70,6 +75,22 @@ pprof_convert(const struct sampling_names *names, void *arg)
     return (st_data_t)s;
 }
 
+/* A site's label set as pprof string labels (labels.h); returns how
+ * many it wrote to out (at most SAMPLING_LABELS_PAIRS). */
+static size_t
+pprof_set_labels(struct pprof *p, uint32_t id, struct pprof_label *out)
+{
+    const struct sampling_label_set *set = sampling_labels_set(id);
+    if (!set) return 0;
+    const char *k = set->text;
+    for (uint32_t i = 0; i < set->npairs; i++) {
+        const char *v = k + strlen(k) + 1;
+        out[i] = (struct pprof_label){ pprof_cstring(p, k), pprof_cstring(p, v) };
+        k = v + strlen(v) + 1;
+    }
+    return set->npairs;
+}
+
 /* One pprof sample, rounded once (rounding each record would bias the
  * counts by up to half an object a record). */
 static void
@@ -93,7 +114,7 @@ pprof_build_body(VALUE arg)
     pprof_sample_type(p, "inuse_objects", "count");
     pprof_sample_type(p, "inuse_space", "bytes");
     pprof_period(p, "space", "bytes", (int64_t)params->interval);
-    pprof_default_sample_type(p, "alloc_space");
+    pprof_default_sample_type(p, b->default_type);
     b->key_class = pprof_cstring(p, "class");
     b->key_type = pprof_cstring(p, "type");
     b->key_memory = pprof_cstring(p, "memory");
@@ -117,18 +138,24 @@ pprof_build_body(VALUE arg)
     pprof_time(p, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, 0);
 
     read_inuse(&b->read, b->inuse);
+    if (b->delta) sampling_delta_begin(b->delta);
     READ_SITES_FOREACH(&b->read, site) {
         const struct site_ids *s = (const struct site_ids *)read_site(&b->read, site, pprof_convert, b);
-        struct pprof_label labels[3];
+        struct pprof_label labels[3 + SAMPLING_LABELS_PAIRS];
         size_t nlabels = 0;
         labels[nlabels++] = (struct pprof_label){ b->key_type, pprof_cstring(p, read_type_name(site->kind.type)) };
         labels[nlabels++] = (struct pprof_label){ b->key_memory, pprof_cstring(p, site->kind.type == SAMPLING_TYPE_MALLOC
                                                                                ? "malloc" : "slot") };
         if (s->klass) labels[nlabels++] = (struct pprof_label){ b->key_class, s->klass };
-        pprof_site_sample(b, s->ids, s->n, read_site_values(site, b->inuse), labels, nlabels);
+        nlabels += pprof_set_labels(p, site->labels, labels + nlabels);
+        struct site_values sv = read_site_values(site, b->inuse);
+        if (b->delta) sampling_delta_site(b->delta, site, &sv);
+        pprof_site_sample(b, s->ids, s->n, sv, labels, nlabels);
     }
     struct site_values other;
-    if (read_other_values(&other)) {
+    bool has_other = read_other_values(&other);
+    if (b->delta) has_other = sampling_delta_other(b->delta, &other);
+    if (has_other) {
         uint64_t id = synthetic_location(p, READ_OTHER_SITES);
         pprof_site_sample(b, &id, 1, other, NULL, 0);
     }
@@ -141,22 +168,31 @@ pprof_build_ensure(VALUE arg)
 {
     struct pprof_build *b = (struct pprof_build *)arg;
     read_end(&b->read, free_site_ids);
+    if (b->delta) sampling_delta_end(b->delta);
     read_inuse_free(b->inuse);
     pprof_free(b->p);
     return Qnil;
 }
 
-/* The profile as a binary String (gzip-compressed pprof). */
+/* The profile as a binary String (gzip-compressed pprof); with a delta,
+ * alloc_* count what was allocated since its last read (which this read
+ * becomes), inuse_* stay a snapshot. */
 static VALUE
-pprof_bytes(void)
+pprof_bytes(struct sampling_delta *delta, const char *default_type)
 {
     struct pprof *p = pprof_new();
     if (!p) rb_memerror();
-    struct pprof_build b = { READ_INIT, st_init_numtable(), p, 0, 0, 0, NULL, 0 };
+    struct pprof_build b = { READ_INIT, st_init_numtable(), p, 0, 0, 0, delta, default_type, NULL, 0 };
     rb_ensure(pprof_build_body, (VALUE)&b, pprof_build_ensure, (VALUE)&b);
     VALUE str = rb_str_new((const char *)b.bytes, (long)b.len);
     free(b.bytes);
     return str;
+}
+
+VALUE
+sampling_pprof_bytes(struct sampling_delta *delta)
+{
+    return pprof_bytes(delta, "alloc_space");
 }
 
 /* Writes bytes to path_or_io: an IO (anything with #write, even one that
@@ -164,8 +200,8 @@ pprof_bytes(void)
  * position; a String or Pathname names a file, written with File.binwrite
  * (which opens and writes without the GVL and can be interrupted: a FIFO
  * with no reader blocks only this thread). */
-static VALUE
-write_out(VALUE dest, VALUE bytes, const char *argname)
+VALUE
+sampling_write_out(VALUE dest, VALUE bytes, const char *argname)
 {
     if (!RB_TYPE_P(dest, T_STRING) && rb_respond_to(dest, rb_intern("write"))) {
         rb_funcall(dest, rb_intern("write"), 1, bytes);
@@ -179,18 +215,40 @@ write_out(VALUE dest, VALUE bytes, const char *argname)
     return LONG2NUM(RSTRING_LEN(bytes));
 }
 
-static void
-check_destination(VALUE dest, const char *argname)
+void
+sampling_check_destination(VALUE dest, const char *argname)
 {
     if (!RB_TYPE_P(dest, T_STRING) && !rb_respond_to(dest, rb_intern("to_path")) && !rb_respond_to(dest, rb_intern("write")))
         rb_raise(rb_eArgError, "%s must be a path (String, Pathname) or an IO (got %"PRIsVALUE")", argname, rb_inspect(dest));
 }
 
+/* pprof(default_sample_type: "alloc_space") => the profile as a String
+ * (what write_pprof writes); the Rack middleware's heap route makes
+ * readers show inuse_space first, as Go's heap profiles do. */
+static VALUE
+sampler_pprof_m(int argc, VALUE *argv, VALUE self)
+{
+    static const char *const types[] = { "alloc_objects", "alloc_space", "inuse_objects", "inuse_space" };
+    VALUE opts = Qnil, type = Qundef;
+    rb_scan_args(argc, argv, "0:", &opts);
+    if (!NIL_P(opts)) {
+        ID key = rb_intern("default_sample_type");
+        rb_get_kwargs(opts, &key, 0, 1, &type);
+    }
+    if (type == Qundef) return sampling_pprof_bytes(NULL);
+    VALUE name = RB_SYMBOL_P(type) ? rb_sym2str(type) : type;
+    for (size_t i = 0; RB_TYPE_P(name, T_STRING) && i < sizeof(types) / sizeof(types[0]); i++) {
+        if (strcmp(StringValueCStr(name), types[i]) == 0) return pprof_bytes(NULL, types[i]);
+    }
+    rb_raise(rb_eArgError, "default_sample_type must be alloc_objects, alloc_space, inuse_objects or inuse_space (got %"PRIsVALUE")",
+             rb_inspect(type));
+}
+
 static VALUE
 sampler_write_pprof_m(VALUE self, VALUE dest)
 {
-    check_destination(dest, "path_or_io");
-    return write_out(dest, pprof_bytes(), "path_or_io");
+    sampling_check_destination(dest, "path_or_io");
+    return sampling_write_out(dest, sampling_pprof_bytes(NULL), "path_or_io");
 }
 
 /* RUBY_GC_SAMPLING's out=: the profile at exit, %p the pid (resolved
@@ -201,7 +259,7 @@ sampler_write_pprof_m(VALUE self, VALUE dest)
 static VALUE
 write_at_exit_write(RB_BLOCK_CALL_FUNC_ARGLIST(unused, path))
 {
-    return write_out(path, pprof_bytes(), "out");
+    return sampling_write_out(path, sampling_pprof_bytes(NULL), "out");
 }
 
 static VALUE
@@ -218,7 +276,7 @@ write_at_exit(VALUE unused)
     const struct sampling_params *params = sampler_params();
     if (!params->out[0]) return;
     char path[SAMPLING_OUT_MAX + 32];
-    if (!sampling_expand_path(params->out, (long)getpid(), path, sizeof(path))) {
+    if (!sampling_expand_path(params->out, (long)getpid(), 1, path, sizeof(path))) {
         fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: out=%s is too long; no profile written\n", params->out);
         return;
     }
@@ -243,4 +301,5 @@ void
 sampling_define_profile(VALUE mSampler)
 {
     rb_define_singleton_method(mSampler, "write_pprof", sampler_write_pprof_m, 1);
+    rb_define_singleton_method(mSampler, "pprof", sampler_pprof_m, -1);
 }

@@ -16,9 +16,9 @@ struct totals {
 };
 
 static VALUE
-totals_row(VALUE frames, VALUE klass, VALUE type, VALUE imemo, struct site_values sv, VALUE ages)
+totals_row(VALUE frames, VALUE klass, VALUE type, VALUE imemo, struct site_values sv, VALUE ages, uint32_t labels)
 {
-    VALUE row = rb_ary_new_capa(9);
+    VALUE row = rb_ary_new_capa(10);
     rb_ary_push(row, frames);
     rb_ary_push(row, klass);
     rb_ary_push(row, type);
@@ -28,6 +28,7 @@ totals_row(VALUE frames, VALUE klass, VALUE type, VALUE imemo, struct site_value
     rb_ary_push(row, DBL2NUM(sv.inuse_space));
     rb_ary_push(row, DBL2NUM(sv.inuse_objects));
     rb_ary_push(row, ages);
+    rb_ary_push(row, sampling_labels_hash(labels));
     return row;
 }
 
@@ -74,13 +75,14 @@ totals_body(VALUE arg)
         st_data_t list;
         VALUE site_ages = st_lookup(ages, (st_data_t)site, &list) ? (VALUE)list : rb_ary_new();
         rb_ary_push(rows, totals_row(RARRAY_AREF(pair, 0), RARRAY_AREF(pair, 1), read_type_symbol(site->kind.type),
-                                     read_imemo_symbol(site->kind.type, site->kind.imemo_type), read_site_values(site, t->inuse), site_ages));
+                                     read_imemo_symbol(site->kind.type, site->kind.imemo_type), read_site_values(site, t->inuse), site_ages,
+                                     site->labels));
     }
     st_free_table(ages);
     RB_GC_GUARD(keep);
     struct site_values other;
     if (read_other_values(&other)) {
-        rb_ary_push(rows, totals_row(read_synthetic_frames(READ_OTHER_SITES), Qnil, Qnil, Qnil, other, rb_ary_new()));
+        rb_ary_push(rows, totals_row(read_synthetic_frames(READ_OTHER_SITES), Qnil, Qnil, Qnil, other, rb_ary_new(), 0));
     }
     t->result = rows;
     return rows;
@@ -97,7 +99,8 @@ totals_ensure(VALUE arg)
 
 /* site_totals (private): one row per site, [frames, class name, type,
  * imemo type, alloc_space, alloc_objects, inuse_space, inuse_objects,
- * ages of its live samples]; folded sites as one "<other sites>" row. */
+ * ages of its live samples, labels]; folded sites as one "<other sites>"
+ * row. */
 static VALUE
 sampler_site_totals_m(VALUE self)
 {

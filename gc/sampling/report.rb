@@ -54,7 +54,8 @@ module ObjectSpace::AllocationSampler
         raise ArgumentError, "io must respond to write (got #{io.inspect})"
       end
       sites = Hash.new { |h, k| h[k] = { alloc_space: 0.0, alloc_objects: 0.0, inuse_space: 0.0, inuse_objects: 0.0, ages: [] } }
-      site_totals.each do |row|
+      rows = site_totals
+      rows.each do |row|
         frame = row[0].first
         site = sites[[class_name(row), frame ? "#{frame[0]}:#{frame[1]}" : "?"]]
         VALUES.each { |v| site[v] += row[VALUE_INDEX[v]] }
@@ -84,7 +85,23 @@ module ObjectSpace::AllocationSampler
                         100.0 * live, median(h[:ages]), key[0], key[1]))
       end
       io.write("(no samples: start the sampler, or widen its interval)\n") if sites.empty?
+      report_labels(io, rows, by, top)
       ranked.size
+    end
+
+    # With with_labels in use: the same totals grouped by label set.
+    def report_labels(io, rows, by, top)
+      groups = Hash.new(0.0)
+      rows.each { |row| groups[row[9]] += row[VALUE_INDEX[by]] }
+      return if groups.keys == [{}] || groups.empty?
+      total = groups.values.sum
+      io.write(format("\nBy labels (%s):\n%4s %10s %6s  %s\n", by, "rank", by.to_s.end_with?("space") ? "bytes" : "objects",
+                      "share", "labels"))
+      groups.sort_by { |labels, v| [-v, labels.to_a] }.first(top).each_with_index do |(labels, v), i|
+        shown = labels.empty? ? "(none)" : labels.map { |k, val| "#{k}=#{val}" }.join(" ")
+        io.write(format("%4d %10s %5.1f%%  %s\n", i + 1, by.to_s.end_with?("space") ? bytes(v) : v.round.to_s,
+                        total.zero? ? 0.0 : 100.0 * v / total, shown))
+      end
     end
 
     def check_value(value, name)

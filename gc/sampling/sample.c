@@ -34,6 +34,7 @@ struct sample_view {
     VALUE frames;           /* frozen Array of frozen [path, lineno, label] */
     struct sampling_sample sample;
     size_t freed_gc;
+    uint32_t labels;        /* label set id (labels.h) */
     uint16_t type;
     uint8_t imemo_type;
     bool old, live, truncated;
@@ -114,6 +115,7 @@ snapshot_body(VALUE arg)
         v->type = site->kind.type;
         v->imemo_type = site->kind.imemo_type;
         v->truncated = site->truncated;
+        v->labels = site->labels;
         v->live = rec->live_pos != SAMPLING_NONE;
         v->freed_gc = rec->freed_gc;
         v->old = rec->old;
@@ -173,6 +175,8 @@ static VALUE sample_klass_m(VALUE self) { return sample_get(self)->klass; }
 static VALUE sample_size_m(VALUE self) { return UINT2NUM(sample_get(self)->sample.size); }
 static VALUE sample_frames_m(VALUE self) { return sample_get(self)->frames; }
 static VALUE sample_truncated_p(VALUE self) { return sample_get(self)->truncated ? Qtrue : Qfalse; }
+/* the with_labels in effect when it was allocated: a frozen Hash, String => String */
+static VALUE sample_labels_m(VALUE self) { return sampling_labels_hash(sample_get(self)->labels); }
 static VALUE sample_allocated_gc_m(VALUE self) { return SIZET2NUM(sample_get(self)->sample.allocated_gc); }
 
 static VALUE
@@ -257,6 +261,7 @@ sampling_define_sample(VALUE mSampler)
     rb_define_method(cSample, "weight", sample_weight_m, 0);
     rb_define_method(cSample, "frames", sample_frames_m, 0);
     rb_define_method(cSample, "truncated?", sample_truncated_p, 0);
+    rb_define_method(cSample, "labels", sample_labels_m, 0);
     rb_define_method(cSample, "allocated_gc", sample_allocated_gc_m, 0);
     rb_define_method(cSample, "freed_gc", sample_freed_gc_m, 0);
     rb_define_method(cSample, "age", sample_age_m, 0);

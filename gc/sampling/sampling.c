@@ -14,6 +14,8 @@
  *   records.c       records: liveness, eviction, the bound
  *   sites.c         sites (stack, class, type): totals, weak references
  *   frames.c        capturing and reading stacks (caller_locations rules)
+ *   labels.c        label sets as ids; labels_api.c gives a sample its
+ *                   fiber's (sampling_labels_current) and with_labels
  *   api.c           ObjectSpace::AllocationSampler and RUBY_GC_SAMPLING;
  *                   read.c, sample.c, profile.c, report.c read it from Ruby
  *
@@ -72,6 +74,7 @@
 #include "sample_point.h"
 #include "records.h"
 #include "frames.h"
+#include "labels.h"
 #include "sampler.h"
 #include "api.h"
 #include "sample_point.c"
@@ -153,11 +156,13 @@ void rb_gc_impl_free_default(void *objspace_ptr, void *ptr, size_t old_size);
 #define rb_gc_impl_calloc rb_gc_impl_calloc_default
 #define rb_gc_impl_realloc rb_gc_impl_realloc_default
 #define rb_gc_impl_free rb_gc_impl_free_default
+#define rb_gc_impl_set_params rb_gc_impl_set_params_default
 #include "gc/default/default.c"
 #undef rb_gc_impl_malloc
 #undef rb_gc_impl_calloc
 #undef rb_gc_impl_realloc
 #undef rb_gc_impl_free
+#undef rb_gc_impl_set_params
 #undef rb_gc_impl_active_gc_name
 #undef rb_gc_impl_init
 #undef rb_gc_impl_ractor_cache_alloc
@@ -195,6 +200,15 @@ rb_gc_impl_after_fork(void *objspace_ptr, rb_pid_t pid)
 {
     rb_gc_impl_after_fork_default(objspace_ptr, pid);
     if (pid == 0) sampler_after_fork(objspace_ptr);
+}
+
+/* Called once the VM can run threads (ruby_gc_set_params, from
+ * process_options): RUBY_GC_SAMPLING's every= starts its writer here. */
+void
+rb_gc_impl_set_params(void *objspace_ptr)
+{
+    rb_gc_impl_set_params_default(objspace_ptr);
+    sampling_api_booted();
 }
 
 static void sampler_init(void);
@@ -314,8 +328,10 @@ sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, si
 
     uint16_t type = (uint16_t)(flags & RUBY_T_MASK);
     /* this heap's last sites: the stack is often one of theirs */
+    const void *ec;
     struct sampling_capture capture = sampling_frames_capture(sampler.scratch, sampler.params.depth,
-                                                              sampling_sites_recent(&sampler.records.sites, (uint8_t)heap_idx));
+                                                              sampling_sites_recent(&sampler.records.sites, (uint8_t)heap_idx),
+                                                              &ec);
     struct sampling_sample_in in;
     in.obj = obj;
     /* the class word of an imemo holds internal data, not a class */
@@ -327,13 +343,14 @@ sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, si
     in.site.kind.type = type;
     in.site.kind.imemo_type = type == T_IMEMO ? (uint8_t)((flags >> FL_USHIFT) & 0x0f) : 0; /* IMEMO_MASK, internal/imemo.h */
     in.site.kind.origin = capture.origin;
+    in.site.labels = sampling_labels_current(ec);
     in.site.recent = (uint8_t)heap_idx;
     in.site.cfps = capture.cfps;
     in.site.site = NULL;
     const struct sampling_stack *same = capture.same;
     if (same) {
-        /* a recent site's stack: that site, if the class and kind are too */
-        if (same->klass == in.site.klass && same->kind.word == in.site.kind.word) {
+        /* a recent site's stack: that site, if the class, kind and labels are too */
+        if (same->klass == in.site.klass && same->kind.word == in.site.kind.word && same->labels == in.site.labels) {
             in.site.site = (struct sampling_stack *)same;
             in.site.frames = same->frames;
         }

@@ -10,6 +10,15 @@
 
 /* ---- the table ---- */
 
+static uint64_t site_ids;           /* the last site id given (never reset) */
+static uint64_t sites_generation;   /* sampling_sites_generation */
+
+uint64_t
+sampling_sites_generation(void)
+{
+    return sites_generation;
+}
+
 uint64_t
 sampling_stack_hash(const struct sampling_frame *frames, uint32_t nframes, bool truncated)
 {
@@ -24,9 +33,9 @@ sampling_stack_hash(const struct sampling_frame *frames, uint32_t nframes, bool 
  * moves under compaction, the hash does not: compaction rebuilds the
  * table when a class moved. */
 static inline size_t
-stack_home(uint64_t hash, uintptr_t klass, size_t mask)
+stack_home(uint64_t hash, uintptr_t klass, uint32_t labels, size_t mask)
 {
-    uint64_t h = hash ^ ((uint64_t)klass * UINT64_C(0x9e3779b97f4a7c15));
+    uint64_t h = hash ^ (((uint64_t)klass ^ ((uint64_t)labels << 48)) * UINT64_C(0x9e3779b97f4a7c15));
     return (size_t)(h ^ (h >> 29)) & mask;
 }
 
@@ -34,7 +43,7 @@ static bool
 site_equal(const struct sampling_stack *s, const struct sampling_site_key *key)
 {
     return s->hash == key->hash && s->klass == key->klass && s->nframes == key->nframes &&
-        s->truncated == key->truncated && s->kind.word == key->kind.word &&
+        s->truncated == key->truncated && s->kind.word == key->kind.word && s->labels == key->labels &&
         memcmp(s->frames, key->frames, key->nframes * sizeof(*key->frames)) == 0;
 }
 
@@ -42,7 +51,7 @@ static void
 table_insert(struct sampling_stack_table *t, struct sampling_stack *s)
 {
     size_t mask = t->capacity - 1;
-    size_t i = stack_home(s->hash, s->klass, mask);
+    size_t i = stack_home(s->hash, s->klass, s->labels, mask);
     while (t->slots[i]) i = probe_next(i, mask);
     t->slots[i] = s;
     t->size++;
@@ -68,7 +77,7 @@ table_slot_of(const struct sampling_stack_table *t, const struct sampling_stack 
 {
     if (!t->capacity) return SIZE_MAX;
     size_t mask = t->capacity - 1;
-    for (size_t i = stack_home(s->hash, s->klass, mask); t->slots[i]; i = probe_next(i, mask)) {
+    for (size_t i = stack_home(s->hash, s->klass, s->labels, mask); t->slots[i]; i = probe_next(i, mask)) {
         if (t->slots[i] == s) return i;
     }
     return SIZE_MAX;
@@ -79,7 +88,7 @@ static size_t
 slot_home(void *t, size_t i)
 {
     const struct sampling_stack *s = ((struct sampling_stack_table *)t)->slots[i];
-    return stack_home(s->hash, s->klass, ((struct sampling_stack_table *)t)->capacity - 1);
+    return stack_home(s->hash, s->klass, s->labels, ((struct sampling_stack_table *)t)->capacity - 1);
 }
 static void slot_move(void *t, size_t from, size_t to) { struct sampling_stack_table *tt = t; tt->slots[to] = tt->slots[from]; }
 static void slot_clear(void *t, size_t i) { ((struct sampling_stack_table *)t)->slots[i] = NULL; }
@@ -242,7 +251,7 @@ sites_lookup(struct sampling_sites *sites, const struct sampling_site_key *key, 
     struct sampling_stack_table *t = &sites->table;
     if (t->capacity) {
         size_t mask = t->capacity - 1;
-        for (size_t i = stack_home(key->hash, key->klass, mask); t->slots[i]; i = probe_next(i, mask)) {
+        for (size_t i = stack_home(key->hash, key->klass, key->labels, mask); t->slots[i]; i = probe_next(i, mask)) {
             if (site_equal(t->slots[i], key)) return t->slots[i];
         }
     }
@@ -256,6 +265,8 @@ sites_lookup(struct sampling_sites *sites, const struct sampling_site_key *key, 
     s->nframes = key->nframes;
     s->truncated = key->truncated;
     s->kind = key->kind;
+    s->labels = key->labels;
+    s->id = ++site_ids;
     memcpy(s->frames, key->frames, key->nframes * sizeof(*key->frames));
     if (!stack_hold_refs(sites, s)) {
         free(s);
@@ -377,6 +388,7 @@ sampling_sites_reset_totals(struct sampling_sites *sites)
     SAMPLING_SITES_FOREACH(sites, s) s->alloc_space = s->alloc_objects = 0;
     sites->other_space = sites->other_objects = 0;
     sites->folded = 0;
+    sites_generation++;
 }
 
 void
@@ -396,6 +408,7 @@ sampling_sites_free(struct sampling_sites *sites)
     free(sites->table.slots);
     refset_free(&sites->refs);
     memset(sites, 0, sizeof(*sites));
+    sites_generation++;
 }
 
 const char *

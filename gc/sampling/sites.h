@@ -2,9 +2,11 @@
  * sites.h: where samples are taken: sites, their totals, and the
  * references they hold weakly.
  *
- * Model.  A site is a place, a class and a type: the frames of a stack,
- * and the class and type of the objects allocated there.  Each is stored
- * once (hashed on its frames; its class mixed into its home slot) and
+ * Model.  A site is a place, a class, a type and a label set: the frames
+ * of a stack, the class and type of the objects allocated there, and the
+ * with_labels in effect (labels.h; 0: none), so each label set has its
+ * own totals.  Each is stored once (hashed on its frames; its class and
+ * label set mixed into its home slot) and
  * shared by every record taken there (records.h).  A site keeps the
  * totals of every sample taken there (bytes, objects), so a bound on
  * records bounds memory, never counts: allocation totals per site stay
@@ -134,6 +136,8 @@ struct sampling_stack {
     struct sampling_stack *idle_older, *idle_newer; /* sites no record uses, oldest first */
     double alloc_space;     /* estimated bytes allocated here (every sample's weight) */
     double alloc_objects;   /* estimated objects (every sample's weight / size) */
+    uint64_t id;            /* 1, 2, ... never reused in the process (delta readers key on it) */
+    uint32_t labels;        /* label set id (labels.h), 0: none */
     uint32_t refcount;      /* records that use it (sampling_site_use) */
     uint32_t cfps;          /* control frames of the stack it was last found for (a filter for the capture) */
     uint32_t nframes;
@@ -179,6 +183,7 @@ struct sampling_site_key {
     uint32_t nframes;
     bool truncated;
     struct sampling_kind kind;
+    uint32_t labels;                    /* label set id (labels.h), 0: none */
     uint8_t recent;                     /* the recent slot to set (< SAMPLING_RECENT_SLOTS) */
     uint32_t cfps;                      /* control frames the capture saw (not part of the key) */
     struct sampling_stack *site;        /* non-NULL: this site equals the key (the capture found it) */
@@ -235,6 +240,10 @@ void sampling_sites_update_references(struct sampling_sites *sites, sampling_loc
 
 /* Totals start again from zero (a forked child counts its own). */
 void sampling_sites_reset_totals(struct sampling_sites *sites);
+
+/* Bumped whenever totals go back to zero (reset_totals, free): a delta
+ * reader's baseline from an older generation no longer applies. */
+uint64_t sampling_sites_generation(void);
 
 /* Folds idle sites, oldest first, until at most max are left or none is
  * idle. */

@@ -65,14 +65,20 @@ module PprofHelper
 
   # The samples of a profile as go tool pprof -raw prints them: one Hash
   # per sample with :values (alloc_objects, alloc_space, inuse_objects,
-  # inuse_space) and :labels ("key" => "value").
-  def pprof_samples(path)
-    raw = pprof("-raw", path)
+  # inuse_space), :labels ("key" => "value") and :functions (names,
+  # innermost first).  source: a path, or a URL go tool pprof fetches.
+  def pprof_samples(source)
+    raw = pprof("-raw", source)
+    names = {}
+    raw[/^Locations\n(.*?)(^Mappings|\z)/m, 1].to_s.each_line do |line|
+      m = line.match(/^\s+(\d+): 0x\h+ M=\d+ (.*) \S+ s=/) and names[m[1]] = m[2]
+    end
     block = raw[/^Samples:\n.*?\n(.*?)^Locations/m, 1] or flunk("no samples in:\n#{raw}")
     samples = []
     block.each_line do |line|
-      if (m = line.match(/^\s+(-?\d+)\s+(-?\d+)\s+(-?\d+)\s+(-?\d+):/))
-        samples << { values: m.captures.map(&:to_i), labels: {} }
+      if (m = line.match(/^\s+(-?\d+)\s+(-?\d+)\s+(-?\d+)\s+(-?\d+):((?: \d+)*)/))
+        samples << { values: m.captures.first(4).map(&:to_i), labels: {},
+                     functions: m[5].split.map { |id| names.fetch(id) } }
       elsif samples.any? && line =~ /^\s+\w+:\[/
         line.scan(/(\w+):\[([^\]]*)\]/) { |k, v| samples.last[:labels][k] = v }
       end
@@ -106,4 +112,45 @@ end
 
 class Minitest::Test
   include NoGVLHelper
+end
+
+# A Rack server (rack_server.rb) on the built Ruby, for the middleware
+# tests: Debian's ruby-rack and ruby-webrick (tools/install-deps), loaded
+# with -I as pure Ruby.
+module RackServerHelper
+  GEM_DIRS = %w[/usr/share/rubygems-integration/all/gems /usr/lib/ruby/vendor_ruby].freeze
+
+  def rack_lib_dirs
+    %w[rack webrick].map do |name|
+      dir = Dir.glob("/usr/share/rubygems-integration/all/gems/#{name}-*/lib").max ||
+            (File.exist?("/usr/lib/ruby/vendor_ruby/#{name}.rb") && "/usr/lib/ruby/vendor_ruby")
+      dir or flunk("#{name} is missing: tools/install-deps installs ruby-#{name}")
+    end
+  end
+
+  # Starts the server; yields its port; stops it.
+  def with_rack_server(env: {})
+    args = rack_lib_dirs.flat_map { |d| ["-I", d] }
+    env = { "RUBY_GC_LIBRARY" => "sampling", "RUBY_GC_SAMPLING" => nil }.merge(env)
+    script = File.join(__dir__, "rack_server.rb")
+    stdin, out, waiter = Open3.popen2e(env, SamplingTestHelper::RUBY, *args, script)
+    stdin.close
+    line = out.gets.to_s
+    port = line[/\Aport (\d+)/, 1] or flunk("the server did not start: #{line}#{out.read}")
+    begin
+      yield Integer(port)
+    ensure
+      Process.kill("TERM", waiter.pid) rescue nil
+      waiter.value
+      out.close
+    end
+  end
+
+  # An HTTP GET with curl: [status, body].
+  def curl(url, *args)
+    out, err, status = Open3.capture3("curl", "-s", "-o", "-", "-w", "\n%{http_code}", *args, url)
+    assert status.success?, "curl #{url}: #{err}"
+    body, _, code = out.rpartition("\n")
+    [Integer(code), body]
+  end
 end

@@ -107,11 +107,12 @@ sample_in(struct sampling_sample_in *in, struct sampling_frame *frames, uintptr_
     in->sample.weight = 40.0 * (double)(1 + rnd(100));
     in->sample.size = 40;
     in->site.kind.type = (uint16_t)rnd(3);
+    in->site.labels = (uint32_t)rnd(3);
     in->site.recent = (uint8_t)rnd(SAMPLING_RECENT_SLOTS);
 }
 
 /* As the capture does, half the time: the key's site when a recent site of
- * its slot has the same stack, class and kind (sampling_frames_capture
+ * its slot has the same stack, class, kind and labels (sampling_frames_capture
  * compares only whole, uncut stacks). */
 static void
 find_recent(const struct sampling_records *r, struct sampling_sample_in *in)
@@ -121,7 +122,7 @@ find_recent(const struct sampling_records *r, struct sampling_sample_in *in)
     for (int i = 0; i < SAMPLING_RECENT_WAYS; i++) {
         struct sampling_stack *s = ways[i];
         if (s && !s->truncated && !in->site.truncated && s->nframes == in->site.nframes && s->klass == in->site.klass &&
-            s->kind.word == in->site.kind.word && s->hash == in->site.hash &&
+            s->kind.word == in->site.kind.word && s->labels == in->site.labels && s->hash == in->site.hash &&
             memcmp(s->frames, in->site.frames, s->nframes * sizeof(*s->frames)) == 0) {
             in->site.site = s;
             recent_hits++;

@@ -1,0 +1,51 @@
+/*
+ * delta.h: delta profiles: allocations since a reader's previous read.
+ *
+ * Model.  Sites keep cumulative totals (sites.h).  A delta holds, per
+ * site id, the totals its last read saw (its baseline); a read shows each
+ * site's totals minus its baseline and makes what it saw the new one.
+ * A site folded into <other sites> since (its totals moved there) is
+ * missing from the read: its baseline is taken off <other sites>.  So the
+ * deltas of consecutive reads add up, site by site and in total, to the
+ * totals between the first and the last (exactly, in fixed mode); in-use
+ * values are never deltas (a snapshot, as Go's allocs?seconds=N).
+ *
+ *   read 1 ---- read 2 ---- read 3        totals(3) - totals(1) =
+ *          d2          d3                 d2 + d3
+ *
+ * Totals that went back to zero (clear, a fork: sampling_sites_generation
+ * moved) void the baseline: the next delta counts from there.
+ *
+ * A read is one pass of read.h (VM lock held, GC off) in which each site
+ * is seen once: begin, then site() for each, then other(), then end
+ * (which keeps the new baseline, or drops it if the pass failed).
+ */
+#ifndef SAMPLING_DELTA_H
+#define SAMPLING_DELTA_H
+
+#include "ruby/ruby.h"
+#include "ruby/st.h"
+#include "read.h"
+
+struct sampling_delta {
+    st_table *base;         /* site id -> struct site_values (malloc'd), NULL: empty */
+    st_table *next;         /* being built by the read in progress */
+    double other_space, other_objects;
+    uint64_t generation;
+    bool complete;          /* the read in progress got to other() */
+};
+
+void sampling_delta_begin(struct sampling_delta *d);
+/* sv holds the site's totals now; leaves the delta in it. */
+void sampling_delta_site(struct sampling_delta *d, const struct sampling_stack *site, struct site_values *sv);
+/* Same for <other sites>; returns whether the delta holds anything. */
+bool sampling_delta_other(struct sampling_delta *d, struct site_values *sv);
+void sampling_delta_end(struct sampling_delta *d);
+
+/* profile.c: the profile, with alloc_* since the delta's last read (NULL:
+ * since start); where it goes (a path or an IO), checked, and written. */
+VALUE sampling_pprof_bytes(struct sampling_delta *delta);
+void sampling_check_destination(VALUE dest, const char *argname);
+VALUE sampling_write_out(VALUE dest, VALUE bytes, const char *argname);
+
+#endif
