@@ -541,7 +541,7 @@ def build_reference
     $INCFLAGS << " -I#{SRC} -I#{SAMPLING_SRC}"
     $CPPFLAGS << " -DBUILDING_MODULAR_GC"
     append_cflags("-fPIC")
-    append_cflags(["-fno-plt", "-fno-semantic-interposition"])  # as gc/sampling/extconf.rb
+    append_cflags("-fno-semantic-interposition")  # as gc/sampling/extconf.rb
     create_makefile("librubygc.reference")
   RUBY
   _, st = Open3.capture2e(RUBY, "extconf.rb", chdir: dir)

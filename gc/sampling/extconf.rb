@@ -13,11 +13,11 @@ $INCFLAGS << " -I$(topdir)"
 # plain protobuf too).
 have_header("zlib.h") && have_library("z", "deflateInit2_")
 
-# A GC in a shared object pays for it (shared_object.h): calls into the
-# ruby binary go through the GOT directly, without a PLT stub, and the
-# library's own exported functions (rb_gc_impl_*, which gc.c finds by
-# dlsym in this library, never interposed) may be inlined into each other.
-append_cflags(["-fno-plt", "-fno-semantic-interposition"])
+# A GC in a shared object pays for it (shared_object.h): the library's own
+# exported functions (rb_gc_impl_*, which gc.c finds by dlsym in this
+# library, never interposed) may be inlined into each other.  (Not
+# -fno-plt: see shared_object.h.)
+append_cflags("-fno-semantic-interposition")
 
 # --enable-checks (top-level configure) turns on GC_ASSERT and the
 # sampler's own assertions in this library only.

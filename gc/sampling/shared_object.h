@@ -30,10 +30,14 @@
  *       (which also asked gc.c whether the slot was poisoned: never, then).
  *       With ASan or MSan on, gc.c's are called as before.
  *
- * The library is also compiled with -fno-plt and
- * -fno-semantic-interposition (extconf.rb): a call into the ruby binary
- * goes through the GOT without a PLT stub, and the library's own exported
- * functions (rb_gc_impl_*) may be inlined into each other.
+ * The calls into gc.c that remain for every object freed or marked skip
+ * the PLT stub (GCC's noplt attribute on x86: a call through the GOT).
+ * Not -fno-plt for the whole library: that binds every symbol when the
+ * library loads, and frames.c on 4.0 refers to one the ruby binary does not
+ * export (rb_current_box, from internal/class.h, reached only when
+ * namespaces are in use), so the library would not load at all.  And the
+ * library is compiled with -fno-semantic-interposition (extconf.rb): its
+ * own exported functions (rb_gc_impl_*) may be inlined into each other.
  */
 #ifndef SAMPLING_SHARED_OBJECT_H
 #define SAMPLING_SHARED_OBJECT_H
@@ -41,6 +45,19 @@
 #include "ruby/ruby.h"
 #include "ruby_version.h"
 #include "gc/gc.h"   /* declares rb_gc_event_hook before the macro below */
+
+#if defined(__has_attribute)
+# if __has_attribute(noplt)
+#  define SAMPLING_NOPLT __attribute__((noplt))
+# endif
+#endif
+#ifndef SAMPLING_NOPLT
+# define SAMPLING_NOPLT
+#endif
+SAMPLING_NOPLT void rb_gc_obj_free_vm_weak_references(VALUE obj);
+SAMPLING_NOPLT bool rb_gc_obj_free(void *objspace, VALUE obj);
+SAMPLING_NOPLT void rb_gc_mark_children(void *objspace, VALUE obj);
+SAMPLING_NOPLT void rb_gc_event_hook(VALUE obj, rb_event_flag_t event);
 
 /* default.c calls it where `objspace` (rb_objspace_t *) is in scope; a
  * function-like macro does not expand itself, so the call inside is the
