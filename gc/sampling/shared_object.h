@@ -8,7 +8,7 @@
  * Loaded as a library, every such helper is a call into the ruby binary
  * through the PLT, and some of them do nothing.  On the allocation
  * micro-benchmark (benchmark/results/optimisations.md, "the modular tax")
- * three of them run for every object freed or allocated:
+ * these run for every object freed or allocated:
  *
  *   rb_gc_event_hook(obj, FREEOBJ)   once per freed object, to find that
  *       no hook wants it: gc.c tests ruby_vm_event_flags, which the ruby
