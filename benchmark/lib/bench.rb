@@ -454,11 +454,9 @@ end
 def pairs_phase(dry: false)
   env = { "ALLOC_MICRO_N" => PAIR_N.to_s }
   cmd = ->(k) { command(C[k], MICRO, env) }
-  if dry
-    COMMANDS << "# pairs: each of #{PAIR_KEYS.join(", ")} back to back with default, #{PAIR_ROUNDS} rounds, e.g.\n" +
-                sh_join(cmd.("default")) + "\n" + sh_join(cmd.("s4k"))
-    return
-  end
+  COMMANDS << "# pairs: each of #{PAIR_KEYS.join(", ")} back to back with default, #{PAIR_ROUNDS} rounds, e.g.\n" +
+              sh_join(cmd.("default")) + "\n" + sh_join(cmd.("s4k"))
+  return if dry
   rng = Random.new(19)
   PAIR_KEYS.each { |k| PAIRS[k] = { times: [], default: [], ratios: [] } }
   PAIR_ROUNDS.times do |round|
@@ -941,6 +939,7 @@ def render_pairs(d)
   md << "Whole process (boot included). Each configuration runs back to back with `default`, #{d[:rounds]} rounds, the pairs "
   md << "in a shuffled order each round and `default` first or second at random; the ratio is taken within each pair, "
   md << "so a neighbour that slows the machine for a while slows both halves alike. Load average at the end: #{d[:load]}.\n\n"
+  md << "**The machine was busy (load average over 1): these ratios are not reliable.**\n\n" if d[:load].to_f > 1
   md << md_table(["configuration", "pairs", "median ratio to default", "min", "max", "median s", "default median s"], "lrrrrrr",
                  d[:rows].map { |r| [r[:label], r[:rounds], fx(r[:median]), fx(r[:min]), fx(r[:max]), format("%.3f", r[:seconds]), format("%.3f", r[:default_seconds])] })
   md << "\n"
