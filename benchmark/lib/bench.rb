@@ -1,5 +1,5 @@
 # bench.rb: the overhead harness behind benchmark/run (see benchmark/README.md).
-# (Long because it is the whole harness: configurations, the three phases,
+# (Long because it is the whole harness: configurations, the phases,
 # and the report computed then rendered; plot.rb draws the figures.)
 #
 # One session, every configuration side by side:
