@@ -1,5 +1,5 @@
 # bench.rb: the overhead harness behind benchmark/run (see benchmark/README.md).
-# (Long because it is the whole harness: configurations, the three phases,
+# (Long because it is the whole harness: configurations, the phases,
 # and the report computed then rendered; plot.rb draws the figures.)
 #
 # One session, every configuration side by side:
@@ -8,10 +8,17 @@
 #      counted, see runner.rb): the allocation micro-benchmark under every
 #      configuration, per-sample cost at stack depths 8/64/128, the GC-time
 #      cost of liveness tracking, binary_trees at reduced size;
+#   1b. cycles (callgrind with --cache-sim=yes --branch-sim=yes): the
+#      micro-benchmark under the built-in GC, default and every sampling
+#      configuration, an estimate of cycles from the simulated misses, in
+#      total and for the sampler's functions;
 #   2. wall time (hyperfine, one run per configuration per round, the order
 #      shuffled every round, so a noisy neighbour hits all configurations
 #      alike), with GC time, GC count, peak RSS and samples/s from the
 #      runs themselves;
+#   2b. pairs: the micro-benchmark at ALLOC_MICRO_N=1,000,000, each
+#      configuration run back to back with default, the pairs and the order
+#      within each pair shuffled every round; the ratio of each pair;
 #   3. the fast path's machine code (objdump) in both GC libraries;
 #   4. results.md, overhead-instructions.png, overhead-wall.png,
 #      fastpath.md, machine.md, commands.md.
@@ -33,7 +40,8 @@ require "time"
 HERE = File.expand_path(__dir__)
 BENCH_DIR = File.dirname(HERE)
 
-opts = { quick: false, report_only: false, phases: %w[callgrind wall fastpath] }
+ALL_PHASES = %w[callgrind cycles wall pairs fastpath]
+opts = { quick: false, report_only: false, phases: ALL_PHASES }
 OptionParser.new do |o|
   o.banner = "usage: benchmark/run --ruby RUBY --ruby-src DIR --out DIR [--work DIR] [--quick] [--only PHASES | --report-only]"
   o.on("--ruby PATH") { |v| opts[:ruby] = File.expand_path(v) }
@@ -42,7 +50,11 @@ OptionParser.new do |o|
   o.on("--work DIR") { |v| opts[:work] = File.expand_path(v) }
   o.on("--memprof-lib DIR") { |v| opts[:memprof] = File.expand_path(v) }
   o.on("--quick") { opts[:quick] = true }
-  o.on("--only LIST", "comma-separated: callgrind,wall,fastpath") { |v| opts[:phases] = v.split(",") }
+  o.on("--only LIST", "comma-separated: #{ALL_PHASES.join(",")}") do |v|
+    opts[:phases] = v.split(",")
+    bad = opts[:phases] - ALL_PHASES
+    abort "bench.rb: unknown phase #{bad.join(", ")} (phases: #{ALL_PHASES.join(", ")})" unless bad.empty?
+  end
   o.on("--jobs N", Integer, "parallel callgrind runs (default 2)") { |v| opts[:jobs] = v }
   o.on("--report-only", "measure nothing; re-render results.md and the plots from the work dir's JSON") { opts[:report_only] = true }
 end.parse!
@@ -240,6 +252,114 @@ def callgrind_phase(dry: false)
   File.write(File.join(WORK, "callgrind.json"), JSON.pretty_generate(CG_RESULTS))
 end
 
+# ---- 1b. cycles ----
+
+# Callgrind with its cache and branch simulation (the I1/D1/LL caches of
+# this machine, valgrind's predictor), over the same region as phase 1.
+# The estimate is the usual one: each instruction a cycle, an L1 miss 10,
+# a last-level miss 100, a mispredicted branch 10:
+#
+#   cycles ~ Ir + 10 (I1mr + D1mr + D1mw) + 100 (ILmr + DLmr + DLmw) + 10 (Bcm + Bim)
+#
+# It is reported with and without the indirect-branch term (Bim).
+# Valgrind's indirect predictor is a table of 512 last targets indexed by
+# the low 9 bits of the branch's address, without tags (cachegrind's
+# cg_branchpred.c, which callgrind uses): two hot indirect branches 512
+# bytes apart, say a PLT stub of a GC library and a jump through gc.c's
+# function table in the ruby binary, evict each other and mispredict on
+# every call, however constant their targets. A library loads page
+# aligned, so which stubs collide is decided by the link layout: one PLT
+# entry more shifts every later stub. A real core tags its branch target
+# buffer and has thousands of entries, so Bim differences between
+# libraries here are mostly layout, not cost; the estimate without them
+# is the one to compare.
+CYCLE_EVENTS = %w[Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw Bc Bcm Bi Bim]
+CYCLE_KEYS = %w[builtin default stopped s4k s32k s512k s4m]
+
+def cycle_estimate(h, indirect: true)
+  h["Ir"] + 10 * (h["I1mr"] + h["D1mr"] + h["D1mw"]) + 100 * (h["ILmr"] + h["DLmr"] + h["DLmw"]) +
+    10 * (h["Bcm"] + (indirect ? h["Bim"] : 0))
+end
+
+CYC_RESULTS = {}
+
+def run_cycles(config, dry: false)
+  id = "cycles-#{config.key}"
+  metrics = File.join(WORK, "metrics", "#{id}.jsonl")
+  outfile = File.join(WORK, "callgrind", "#{id}.out")
+  argv = command(config, MICRO, { "ALLOC_MICRO_N" => CG_N.to_s, "BENCH_METRICS" => metrics })
+  vg = ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--cache-sim=yes", "--branch-sim=yes", "--callgrind-out-file=#{outfile}"]
+  i = argv.index(RUBY)
+  full = argv[0...i] + vg + argv[i..]
+  COMMANDS << "# cycles #{config.key}\n" + sh_join(full.map { |a| a.sub(WORK + "/metrics", "$WORK/metrics").sub(WORK + "/callgrind", "$WORK/callgrind") })
+  return if dry
+  FileUtils.rm_f(metrics)
+  LIB_LOCK.synchronize { wait_for_libs }
+  _, err, st = Open3.capture3(*full)
+  raise "callgrind (cycles) #{config.key} failed (#{st.exitstatus}):\n#{err[-2000..] || err}" unless st.success? && File.exist?(outfile)
+  # string keys throughout, so that cycles.json reads back the same
+  { "totals" => cycle_totals(outfile), "metrics" => (read_metrics(metrics).last || {}).transform_keys(&:to_s),
+    "functions" => cycle_functions(outfile) }
+end
+
+# The whole region: the file's events and totals lines.
+def cycle_totals(outfile)
+  events = totals = nil
+  File.foreach(outfile) do |l|
+    events = l.split[1..] if l.start_with?("events:")
+    totals = l.split[1..].map { Integer(_1) } if l.start_with?("totals:", "summary:")
+  end
+  raise "#{outfile}: no events/totals" unless events && totals
+  CYCLE_EVENTS.to_h { |e| [e, totals[events.index(e)] || 0] }
+end
+
+# Per function, every event, from callgrind_annotate: exclusive costs summed
+# over the files a function's lines come from (inlining spreads them), and
+# the sampler's functions inclusive (the largest of their lines, as in
+# phase 1).
+def cycle_functions(outfile)
+  rows = ->(inclusive) do
+    out, = Open3.capture3("callgrind_annotate", "--inclusive=#{inclusive ? "yes" : "no"}", "--auto=no", "--threshold=100", outfile)
+    out.lines.filter_map do |l|
+      next unless l =~ /\A\s*[\d,]/ && !l.include?("PROGRAM TOTALS")
+      cells = l.scan(/(?:\A|\s)([\d,]+|\.)(?: \(\s*[\d.]+%\))?(?=\s)/).flatten.first(CYCLE_EVENTS.size)
+      next if cells.size < CYCLE_EVENTS.size
+      name = l.split(/\s{2,}/).last.strip.sub(/ \[.*\]\z/, "").split(":").last
+      [name, CYCLE_EVENTS.zip(cells.map { _1 == "." ? 0 : Integer(_1.delete(",")) }).to_h]
+    end
+  end
+  exclusive = Hash.new { |h, k| h[k] = Hash.new(0) }
+  rows.(false).each { |name, h| h.each { |e, v| exclusive[name][e] += v } }
+  inclusive = {}
+  rows.(true).each { |name, h| inclusive[name] = h if SAMPLER_FUNCTIONS.include?(name) && h["Ir"] > (inclusive[name]&.dig("Ir") || -1) }
+  # keep the files small: the functions that matter in any configuration
+  top = exclusive.select { |_, h| cycle_estimate(h) >= 200_000 }
+  { "exclusive" => top, "sampler" => inclusive }
+end
+
+def cycles_phase(dry: false)
+  configs = CYCLE_KEYS.map { C[_1] }
+  return configs.each { |c| run_cycles(c, dry: true) } if dry
+  log "cycles: #{configs.size} runs, #{JOBS} at a time"
+  queue = Queue.new
+  configs.each { queue << _1 }
+  JOBS.times.map do
+    Thread.new do
+      while (c = (queue.pop(true) rescue nil))
+        t = Time.now
+        begin
+          CYC_RESULTS[c.key] = run_cycles(c)
+          log "cycles #{c.key}: #{cycle_estimate(CYC_RESULTS[c.key]["totals"])} est (#{(Time.now - t).round(1)}s)"
+        rescue => e
+          log "cycles #{c.key} FAILED: #{e.message[0, 3000]}"
+          FAILURES << "cycles #{c.key}: #{e.message.lines.first(3).join.strip}"
+        end
+      end
+    end
+  end.each(&:join)
+  File.write(File.join(WORK, "cycles.json"), JSON.pretty_generate(CYC_RESULTS))
+end
+
 # ---- 2. wall time ----
 
 WALL = {} # workload key => { config key => [metrics...] , times }
@@ -311,6 +431,52 @@ def wall_phase(dry: false)
   File.write(File.join(WORK, "wall.json"), JSON.pretty_generate(WALL)) unless dry
 end
 
+# ---- 2b. pairs ----
+
+# The micro-benchmark as a user runs it (whole process, boot included), each
+# configuration against default in pairs run back to back: a neighbour that
+# slows the machine for a few seconds slows both halves of a pair alike,
+# and the ratio of a pair cancels it. Every round runs each pair once, the
+# pairs in a shuffled order and default first or second at random.
+PAIR_KEYS = %w[builtin stopped s4k s32k s512k s4m]
+PAIR_N = QUICK ? 300_000 : 1_000_000
+PAIR_ROUNDS = QUICK ? 5 : 11
+PAIRS = {} # config key => { times: [...], default: [...], ratios: [...] }
+
+def timed_run(argv)
+  t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  pid = Process.spawn(*argv, out: File::NULL, err: File::NULL)
+  Process.wait(pid)
+  raise "#{argv.last(2).join(" ")} failed (#{$?.exitstatus})" unless $?.success?
+  Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
+end
+
+def pairs_phase(dry: false)
+  env = { "ALLOC_MICRO_N" => PAIR_N.to_s }
+  cmd = ->(k) { command(C[k], MICRO, env) }
+  COMMANDS << "# pairs: each of #{PAIR_KEYS.join(", ")} back to back with default, #{PAIR_ROUNDS} rounds, e.g.\n" +
+              sh_join(cmd.("default")) + "\n" + sh_join(cmd.("s4k"))
+  return if dry
+  rng = Random.new(19)
+  PAIR_KEYS.each { |k| PAIRS[k] = { times: [], default: [], ratios: [] } }
+  PAIR_ROUNDS.times do |round|
+    PAIR_KEYS.shuffle(random: rng).each do |k|
+      order = rng.rand < 0.5 ? ["default", k] : [k, "default"]
+      wait_for_libs
+      t = order.to_h { |x| [x, timed_run(cmd.(x))] }
+      PAIRS[k][:times] << t[k]
+      PAIRS[k][:default] << t["default"]
+      PAIRS[k][:ratios] << t[k] / t["default"]
+    rescue => e
+      FAILURES << "pairs #{k} round #{round + 1}: #{e.message}"
+    end
+    log "pairs round #{round + 1}/#{PAIR_ROUNDS}: " + PAIR_KEYS.map { |k| "#{k} #{format("%.3f", PAIRS[k][:ratios].last || 0)}" }.join(", ")
+  end
+  File.write(File.join(WORK, "pairs.json"), JSON.pretty_generate({ n: PAIR_N, rounds: PAIR_ROUNDS, load: load_average, pairs: PAIRS }))
+end
+
+def load_average = (File.read("/proc/loadavg").split.first(3).join(" ") rescue "n/a")
+
 def median(a)
   a = a.compact.sort
   return nil if a.empty?
@@ -319,8 +485,10 @@ end
 
 # ---- 3. fast path ----
 
+# lib: a library's name in GC_DIR, or a path
 def disassemble(lib, fn)
-  out, st = Open3.capture2("objdump", "-d", "--no-show-raw-insn", "--disassemble=#{fn}", File.join(GC_DIR, "librubygc.#{lib}.so"))
+  path = lib.include?("/") ? lib : File.join(GC_DIR, "librubygc.#{lib}.so")
+  out, st = Open3.capture2("objdump", "-d", "--no-show-raw-insn", "--disassemble=#{fn}", path)
   raise "objdump failed" unless st.success?
   on = false
   out.lines.filter_map do |l|
@@ -336,17 +504,57 @@ end
 REGS = /%(r[a-ds]x|e[a-ds]x|[a-d]l|[a-d]x|r[sd]i|e[sd]i|[sd]il|r[sb]p|e[sb]p|[sb]pl|r\d+[dwb]?)\b/
 def regnorm(lines) = lines.map { |l| l.gsub(REGS, "%REG") }
 
-def diff(a, b)
+def diff(a, b, label_a = REF_LABEL)
   File.write(fa = File.join(WORK, "fp-a.s"), a.join("\n") + "\n")
   File.write(fb = File.join(WORK, "fp-b.s"), b.join("\n") + "\n")
-  out, = Open3.capture2("diff", "-u", "--label", "librubygc.default.so", "--label", "librubygc.sampling.so", fa, fb)
+  out, = Open3.capture2("diff", "-u", "--label", label_a, "--label", "librubygc.sampling.so", fa, fb)
   out
+end
+
+# The reference the sampling library's fast path is compared with:
+# default.c compiled as sampling.c compiles it (shared_object.h's
+# replacements, extconf.rb's flags), with the patch series' hooks left
+# empty. Ruby's own librubygc.default.so calls gc.c's no-op helpers, which
+# the sampling library does not (shared_object.h), so against it the fast
+# path differs by that call; against the reference, by the hooks alone.
+REF_LABEL = "reference (default.c as sampling.c compiles it, hooks empty)"
+SAMPLING_SRC = File.join(File.dirname(BENCH_DIR), "gc", "sampling")
+def build_reference
+  dir = File.join(WORK, "fastpath-reference")
+  FileUtils.rm_rf(dir)
+  FileUtils.mkdir_p(dir)
+  File.write(File.join(dir, "reference.c"), <<~C)
+    #include "ruby/internal/config.h"
+    #include "ruby/ruby.h"
+    #include "ruby_version.h"
+    #if SAMPLING_INCLUDE_SANITIZERS
+    # include "internal/sanitizers.h"
+    #endif
+    #include "internal/static_assert.h"
+    #include "shared_object.h"
+    #include "gc/default/default.c"
+  C
+  File.write(File.join(dir, "extconf.rb"), <<~RUBY)
+    require "mkmf"
+    $INCFLAGS << " -I#{SRC} -I#{SAMPLING_SRC}"
+    $CPPFLAGS << " -DBUILDING_MODULAR_GC"
+    append_cflags("-fPIC")
+    append_cflags("-fno-semantic-interposition")  # as gc/sampling/extconf.rb
+    create_makefile("librubygc.reference")
+  RUBY
+  _, st = Open3.capture2e(RUBY, "extconf.rb", chdir: dir)
+  out, st = Open3.capture2e("make", chdir: dir) if st.success?
+  raise "building the fast-path reference failed, see #{dir}: #{out.to_s.lines.grep(/error/).first(3).join}" unless st.success?
+  COMMANDS << "# fastpath reference: #{rel(dir)}/reference.c, extconf.rb (written by bench.rb)\n(cd #{rel(dir)} && #{rel(RUBY)} extconf.rb && make)"
+  File.join(dir, "librubygc.reference.so")
 end
 
 def fastpath_phase
   fn = "rb_gc_impl_new_obj"
-  a = disassemble("default", fn)
+  a = disassemble(build_reference, fn)
   b = disassemble("sampling", fn)
+  stock = disassemble("default", fn)
+  stock_diff = diff(regnorm(stock), regnorm(b), "librubygc.default.so")
   exact = diff(a, b)
   norm = diff(regnorm(a), regnorm(b))
   # Each line only one side has, with what follows it: padding (nop) or the
@@ -374,10 +582,22 @@ def fastpath_phase
   md = +"# The allocation fast path: machine code of `#{fn}`\n\n"
   md << "Generated by `benchmark/run` on #{Time.now.utc.iso8601}. `objdump -d --no-show-raw-insn --disassemble=#{fn}` "
   md << "of both libraries in `#{rel(GC_DIR)}`; addresses dropped (jump targets kept as `<function+offset>`).\n\n"
-  md << "| | librubygc.default.so | librubygc.sampling.so |\n|---|---|---|\n"
-  md << "| instructions in `#{fn}` | #{a.size} | #{b.size} |\n\n"
+  md << "The sampling library is compared with a reference built by this phase: `default.c` compiled as `sampling.c` compiles it "
+  md << "(`gc/sampling/shared_object.h`'s replacements of gc.c's helpers, `extconf.rb`'s flags), with the patch series' hooks "
+  md << "left empty; so a difference is the hooks' doing. Ruby's own `librubygc.default.so` is shown too: its fast path also "
+  md << "calls gc.c's `rb_asan_unpoison_object` (a no-op without ASan, on 3.4) through the PLT, which the sampling library does not.\n\n"
+  md << "| | librubygc.default.so | reference | librubygc.sampling.so |\n|---|---|---|---|\n"
+  md << "| instructions in `#{fn}` | #{stock.size} | #{a.size} | #{b.size} |\n\n"
   md << "`#{fn}` holds the whole allocation fast path (size-pool choice, `ractor_cache_allocate_slot`'s pop of the "
   md << "free list, `newobj_init`); `newobj_cache_miss` is out of line (NOINLINE) in both.\n\n"
+  pushes = ->(l) { l.count { _1.start_with?("push") } }
+  calls = ->(l) { l.grep(/\Acall/).map { _1.sub(/\Acall\s+/, "") }.uniq }
+  md << "## Summary\n\n"
+  md << "- Against Ruby's `librubygc.default.so`: #{stock.size} instructions there, #{b.size} here; calls only there: "
+  md << "#{(calls.(stock) - calls.(b)).map { "`#{_1}`" }.join(", ").then { _1.empty? ? "none" : _1 }}; only here: "
+  md << "#{(calls.(b) - calls.(stock)).map { "`#{_1}`" }.join(", ").then { _1.empty? ? "none" : _1 }}; callee-saved registers pushed: #{pushes.(stock)} there, #{pushes.(b)} here.\n"
+  md << "- Against the reference: #{a.size} instructions there, #{b.size} here; callee-saved registers pushed: #{pushes.(a)} there, #{pushes.(b)} here"
+  md << (pushes.(b) > pushes.(a) ? " (the hook's `klass` and `flags`, kept for the call to `newobj_cache_miss`, take one more: a push and a pop on every allocation)" : "") << ".\n\n"
   md << "## With register names normalised (every register written `%REG`)\n\n"
   if added.empty? && removed.empty?
     md << "**Identical.**\n\n"
@@ -398,6 +618,8 @@ def fastpath_phase
   md << "The compiler picked different callee-saved registers for the same values (the miss call has two more "
   md << "arguments to keep live); instruction for instruction the code is otherwise the same.\n\n" unless exact.empty?
   md << (exact.empty? ? "**Identical.**\n" : "```diff\n#{exact}```\n")
+  md << "\n## Against Ruby's librubygc.default.so (registers normalised)\n\n"
+  md << (stock_diff.empty? ? "**Identical.**\n" : "```diff\n#{stock_diff}```\n")
   md << "\n## Full listing (sampling)\n\n```\n#{b.join("\n")}\n```\n"
   File.write(File.join(OUT, "fastpath.md"), md)
   log "fastpath: #{a.size} vs #{b.size} instructions; #{added.size}+/#{removed.size}- after register normalisation"
@@ -452,8 +674,8 @@ def verdict(ok) = ok ? "PASS" : "MISS"
 # -- computing --
 
 def header_data(plots)
-  kept = %w[callgrind wall].reject { |ph| PHASES.include?(ph) }.map do |ph|
-    f = File.join(WORK, ph == "wall" ? "wall.json" : "callgrind.json")
+  kept = %w[callgrind cycles wall pairs].reject { |ph| PHASES.include?(ph) }.map do |ph|
+    f = File.join(WORK, "#{ph}.json")
     [ph, File.exist?(f) ? File.mtime(f).utc : nil]
   end
   { quick: QUICK, report_only: REPORT_ONLY, at: Time.now.utc, minutes: ((Time.now - T_START) / 60).round(1),
@@ -564,10 +786,30 @@ def pypy_data
 end
 
 # Every target in the order of the sections; measured is [format, values...].
-def targets_data(micro, depth, liveness)
+def targets_data(micro, depth, liveness, cycles = nil, pairs = nil)
   t = []
   micro&.dig(:rows)&.each do |r|
     t << { name: "micro instructions, #{r[:label]}", bound: "within #{(r[:target] * 100).round(1)}%", measured: [:pct, r[:ratio]], result: r[:verdict] } if r[:target]
+  end
+  cycles&.dig(:rows)&.each do |r|
+    if (b = CYCLE_TARGETS[r[:key]])
+      t << { name: "micro cycle estimate, #{r[:label]}", bound: "within #{(b * 100).round(1)}%", measured: [:pct_nob, r[:ratio], r[:ratio_nob], r[:vs_stopped], r[:vs_stopped_nob]],
+             result: verdict(r[:ratio] - 1 <= b) + (r[:ratio] - 1 <= b || r[:ratio_nob] - 1 > b ? "" : " (PASS without Bim)") }
+    end
+    next unless %w[stopped default].include?(r[:key]) && r[:vs_builtin]
+    t << { name: "micro, #{r[:label]} against the built-in GC, instructions and cycle estimate", bound: "within 1%",
+           measured: [:vs_builtin, r[:ir].to_f / cycles[:rows].find { _1[:key] == "builtin" }[:ir], r[:vs_builtin], r[:vs_builtin_nob]],
+           result: verdict([r[:ir].to_f / cycles[:rows].find { _1[:key] == "builtin" }[:ir], r[:vs_builtin]].all? { _1 - 1 <= 0.01 }) }
+  end
+  pairs&.dig(:rows)&.each do |r|
+    case r[:key]
+    when "s4k" then t << { name: "micro wall (pairs), #{r[:label]}", bound: "median within 3%", measured: [:range, r[:median], r[:min], r[:max]], result: verdict(r[:median] <= 1.03) }
+    when "s512k" then t << { name: "micro wall (pairs), #{r[:label]}", bound: "indistinguishable from default", measured: [:range, r[:median], r[:min], r[:max]],
+                             result: if r[:min] <= 1.0 && r[:max] >= 1.0 then "PASS (range holds 1)"
+                                     elsif r[:max] < 1.0 then "faster than default (range below 1)"
+                                     else "MISS (range above 1)"
+                                     end }
+    end
   end
   if micro && micro[:newobj_32k]
     t << { name: "NEWOBJ hook sampler (32 KiB), micro instructions", bound: "tens of %", measured: [:pct, micro[:newobj_32k]], result: "" }
@@ -594,8 +836,116 @@ def results_data(plots)
   micro = micro_data
   depth = depth_data
   liveness = liveness_data
-  { header: header_data(plots), micro: micro, depth: depth, liveness: liveness, bt: bt_data, wall: wall_data,
-    failures: FAILURES.dup, targets: targets_data(micro, depth, liveness), pypy: pypy_data }
+  cycles = cycles_data
+  pairs = pairs_data
+  { header: header_data(plots), micro: micro, cycles: cycles, depth: depth, liveness: liveness, bt: bt_data, wall: wall_data,
+    pairs: pairs, failures: FAILURES.dup, targets: targets_data(micro, depth, liveness, cycles, pairs), pypy: pypy_data }
+end
+
+CYCLE_TARGETS = { "s4k" => 0.03, "s32k" => 0.01, "s512k" => 0.002 } # cycle estimate over default
+
+def cycle_parts(t)
+  { ir: t["Ir"], l1: t["I1mr"] + t["D1mr"] + t["D1mw"], ll: t["ILmr"] + t["DLmr"] + t["DLmw"], bcm: t["Bcm"], bim: t["Bim"],
+    est: cycle_estimate(t), nob: cycle_estimate(t, indirect: false) }
+end
+
+def cycles_data
+  base = CYC_RESULTS["default"] or return nil
+  b = cycle_parts(base["totals"])
+  bi = CYC_RESULTS["builtin"] && cycle_parts(CYC_RESULTS["builtin"]["totals"])
+  st = CYC_RESULTS["stopped"] && cycle_parts(CYC_RESULTS["stopped"]["totals"])
+  rows = CYCLE_KEYS.filter_map do |k|
+    r = CYC_RESULTS[k] or next
+    p = cycle_parts(r["totals"])
+    p.merge(key: k, label: C[k].label, samples: r["metrics"]["samples"], gcs: r["metrics"]["gc_count"],
+            ratio_ir: p[:ir].to_f / b[:ir], ratio: p[:est].to_f / b[:est], ratio_nob: p[:nob].to_f / b[:nob],
+            vs_builtin: bi && p[:est].to_f / bi[:est], vs_builtin_nob: bi && p[:nob].to_f / bi[:nob],
+            vs_stopped: st && k.start_with?("s") && p[:est].to_f / st[:est], vs_stopped_nob: st && k.start_with?("s") && p[:nob].to_f / st[:nob])
+  end
+  sampler = %w[s4k s32k s512k s4m].filter_map do |k|
+    r = CYC_RESULTS[k] or next
+    s = r["metrics"]["samples"].to_i
+    fns = SAMPLER_FUNCTIONS.filter_map do |f|
+      h = r["functions"]["sampler"][f] or next
+      p = cycle_parts(h)
+      p.merge(name: f, per_sample: s > 0 ? p[:est].to_f / s : nil, per_sample_ir: s > 0 ? p[:ir].to_f / s : nil)
+    end
+    { label: C[k].label, samples: s, fns: fns }
+  end
+  # where a configuration's cycles differ from default's: exclusive costs by
+  # function, the largest differences of the estimate without Bim
+  diffs = %w[builtin stopped s4k].filter_map do |k|
+    r = CYC_RESULTS[k] or next
+    a = base["functions"]["exclusive"]; x = r["functions"]["exclusive"]
+    zero = CYCLE_EVENTS.to_h { [_1, 0] }
+    by_fn = (a.keys | x.keys).map do |f|
+      pa = cycle_parts(a[f] || zero); px = cycle_parts(x[f] || zero)
+      { name: f, **%i[ir l1 ll bcm bim est nob].to_h { |m| [m, px[m] - pa[m]] } }
+    end
+    { label: C[k].label, rows: by_fn.sort_by { -_1[:nob].abs }.first(10) }
+  end
+  { n: CG_N, rows: rows, sampler: sampler, diffs: diffs }
+end
+
+def pairs_data
+  d = PAIRS_DATA or return nil
+  rows = PAIR_KEYS.filter_map do |k|
+    pr = d["pairs"][k] or next
+    r = pr["ratios"]
+    next if r.empty?
+    { key: k, label: C[k].label, rounds: r.size, median: median(r), min: r.min, max: r.max,
+      seconds: median(pr["times"]), default_seconds: median(pr["default"]) }
+  end
+  { n: d["n"], rounds: d["rounds"], load: d["load"], rows: rows }
+end
+
+def render_cycles(d)
+  md = +"## 1b. Allocation micro-benchmark, cycle estimate (callgrind, cache and branch simulation)\n\n"
+  md << "The runs of section 1 (ALLOC_MICRO_N=#{num(d[:n])}) again with `--cache-sim=yes --branch-sim=yes`. "
+  md << "Estimate = Ir + 10 x (I1mr + D1mr + D1mw) + 100 x (ILmr + DLmr + DLmw) + 10 x (Bcm + Bim): "
+  md << "an L1 miss costs 10, a last-level miss 100, a mispredicted branch 10. \"without Bim\" drops the indirect-branch "
+  md << "mispredictions: valgrind predicts an indirect branch with a 512-entry table indexed by the low 9 bits of its "
+  md << "address, untagged, so a PLT stub in a GC library and a jump through gc.c's function table 512 bytes apart evict "
+  md << "each other on every call (hundreds of thousands of mispredictions here that move with the link layout, not "
+  md << "with the code run); a real core's branch target buffer is tagged and thousands of entries deep.\n\n"
+  rows = d[:rows].map do |r|
+    [r[:label], num(r[:ir]), pct(r[:ratio_ir]), num(r[:l1]), num(r[:ll]), num(r[:bcm]), num(r[:bim]), num(r[:est]), pct(r[:ratio]),
+     num(r[:nob]), pct(r[:ratio_nob]), blank(r[:vs_builtin]) { pct(_1) }, blank(r[:vs_builtin_nob]) { pct(_1) },
+     r[:vs_stopped] ? pct(r[:vs_stopped]) : "", r[:vs_stopped_nob] ? pct(r[:vs_stopped_nob]) : ""]
+  end
+  md << md_table(["configuration", "instructions", "vs default", "L1 misses", "LL misses", "cond. mispredicts", "indirect mispredicts",
+                  "estimate", "vs default", "estimate without Bim", "vs default", "estimate vs built-in", "without Bim vs built-in",
+                  "estimate vs stopped", "without Bim vs stopped"],
+                 "lrrrrrrrrrrrrrr", rows)
+  md << "\n`default` is Ruby's own library and pays the modular tax (gc.c's helpers called through the PLT, see "
+  md << "`gc/sampling/shared_object.h`); the sampling library no longer does, so against `default` it starts below zero. "
+  md << "What the sampler itself costs is the column against `sampling, stopped`.\n"
+  md << "\n### Where the sampler's cycles go (inclusive, per sample)\n\n"
+  rows = d[:sampler].flat_map do |s|
+    s[:fns].map do |f|
+      [s[:label], f[:name], num(s[:samples]), blank(f[:per_sample_ir]) { num(_1.round) }, blank(f[:per_sample]) { num(_1.round) },
+       num(f[:l1]), num(f[:ll]), num(f[:bcm]), num(f[:bim])]
+    end
+  end
+  md << md_table(["configuration", "function", "samples", "Ir / sample", "estimate / sample", "L1 misses", "LL misses", "cond. mispredicts",
+                  "indirect mispredicts"], "llrrrrrrr", rows)
+  d[:diffs].each do |x|
+    md << "\n### #{x[:label]} against default, by function (exclusive, largest differences of the estimate without Bim)\n\n"
+    md << md_table(["function", "Ir", "L1 misses", "LL misses", "cond. mispredicts", "indirect mispredicts", "estimate", "estimate without Bim"],
+                   "lrrrrrrr", x[:rows].map { |r| [r[:name], *%i[ir l1 ll bcm bim est nob].map { |m| (r[m] < 0 ? "-" : "+") + num(r[m].abs) }] })
+  end
+  md << "\n"
+end
+
+def render_pairs(d)
+  md = +"## 5b. Wall time in pairs (micro-benchmark, ALLOC_MICRO_N=#{num(d[:n])})\n\n"
+  md << "Whole process (boot included). Each configuration runs back to back with `default`, #{d[:rounds]} rounds, the pairs "
+  md << "in a shuffled order each round and `default` first or second at random; the ratio is taken within each pair, "
+  md << "so a neighbour that slows the machine for a while slows both halves alike. Load average at the end: #{d[:load]}.\n\n"
+  md << "**The machine was busy (load average over 1): these ratios are not reliable.**\n\n" if d[:load].to_f > 1
+  md << md_table(["configuration", "pairs", "median ratio to default", "min", "max", "median s", "default median s"], "lrrrrrr",
+                 d[:rows].map { |r| [r[:label], r[:rounds], fx(r[:median]), fx(r[:min]), fx(r[:max]), format("%.3f", r[:seconds]), format("%.3f", r[:default_seconds])] })
+  md << "\n"
 end
 
 # -- rendering --
@@ -615,6 +965,9 @@ def measured(kind, *v)
   when :ir1 then "#{v[0].round(1)} Ir"
   when :fx then fx(v[0])
   when :fx_vs then "#{fx(v[0])} vs default, #{fx(v[1])} vs stopped"
+  when :pct_nob then "#{pct(v[0])} (without Bim #{pct(v[1])})#{v[2] ? "; the sampler alone, vs stopped: #{pct(v[2])} (without Bim #{pct(v[3])})" : ""}"
+  when :vs_builtin then "instructions #{pct(v[0])}, estimate #{pct(v[1])} (without Bim #{pct(v[2])})"
+  when :range then "#{fx(v[0])} (#{fx(v[1])} to #{fx(v[2])})"
   end
 end
 
@@ -739,10 +1092,12 @@ end
 def render_results(d)
   md = render_header(d[:header])
   md << render_micro(d[:micro]) if d[:micro]
+  md << render_cycles(d[:cycles]) if d[:cycles]
   md << render_depth(d[:depth]) if d[:depth]
   md << render_liveness(d[:liveness]) if d[:liveness]
   md << render_bt(d[:bt]) if d[:bt]
   md << render_wall(d[:wall]) if d[:wall]
+  md << render_pairs(d[:pairs]) if d[:pairs]
   md << "## Failed runs\n\n" + d[:failures].map { |f| "- #{f}\n" }.join + "\n" unless d[:failures].empty?
   md << "## Targets\n\n"
   md << md_table(%w[target bound measured result], "llll", d[:targets].map { |t| [t[:name], t[:bound], measured(*t[:measured]), t[:result]] })
@@ -789,6 +1144,12 @@ elsif File.exist?(f = File.join(WORK, "callgrind.json"))
     r[:functions] = File.exist?(out) ? annotate(out) : r[:functions].transform_keys(&:to_s)
   end
 end
+if phases.include?("cycles") then log "cycles phase"; cycles_phase
+else
+  cycles_phase(dry: true)
+  f = File.join(WORK, "cycles.json")
+  CYC_RESULTS.replace(JSON.parse(File.read(f))) if File.exist?(f)
+end
 if phases.include?("wall") then log "wall phase"; wall_phase
 else wall_phase(dry: true)
 end
@@ -799,6 +1160,11 @@ elsif File.exist?(f = File.join(WORK, "wall.json"))
     w[:metrics] = w[:metrics].transform_values { |a| a.map { |x| x.transform_keys(&:to_sym) } }
   end
 end
+if phases.include?("pairs") then log "pairs phase"; pairs_phase
+else pairs_phase(dry: true)
+end
+# (read back when just measured too: one shape, string keys)
+PAIRS_DATA = (f = File.join(WORK, "pairs.json")) && File.exist?(f) ? JSON.parse(File.read(f)) : nil
 fastpath_phase if phases.include?("fastpath")
 # machine.md and commands.md describe a measuring run; --report-only keeps them
 machine_md unless REPORT_ONLY

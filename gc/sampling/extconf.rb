@@ -13,6 +13,12 @@ $INCFLAGS << " -I$(topdir)"
 # plain protobuf too).
 have_header("zlib.h") && have_library("z", "deflateInit2_")
 
+# A GC in a shared object pays for it (shared_object.h): the library's own
+# exported functions (rb_gc_impl_*, which gc.c finds by dlsym in this
+# library, never interposed) may be inlined into each other.  (Not
+# -fno-plt: see shared_object.h.)
+append_cflags("-fno-semantic-interposition")
+
 # --enable-checks (top-level configure) turns on GC_ASSERT and the
 # sampler's own assertions in this library only.
 $defs << "-DRGENGC_CHECK_MODE=1" << "-DSAMPLING_CHECKS=1" if ENV["SAMPLING_GC_CHECKS"] == "1"

@@ -16,6 +16,9 @@
  *     no-ops of its own and would redefine them if that header came first.
  *     So sampling.c gets it on 3.4 only (SAMPLING_INCLUDE_SANITIZERS), and
  *     on 4.0 the sampled slot is not unpoisoned, as default.c's own are not.
+ *     Without ASan and MSan, 3.4's default.c calls gc.c's helpers, which do
+ *     nothing but cost a call into the ruby binary: shared_object.h gives
+ *     it 4.0's no-ops instead (SAMPLING_INLINE_ASAN_HELPERS).
  *   - STATIC_ASSERT comes with default.c's includes on 3.4; 4.0's modular
  *     build does not include internal/static_assert.h.
  *   - Allocation counts.  3.4 counts an allocation in newobj_alloc, which
@@ -74,6 +77,7 @@
 # define SAMPLING_GC_ALLOWED_ARG , gc_allowed
 # define SAMPLING_GC_ALLOWED_TRUE , true
 # define SAMPLING_INCLUDE_SANITIZERS 0
+# define SAMPLING_INLINE_ASAN_HELPERS 0   /* default.c has its own no-ops */
 # define SAMPLING_CACHE_COUNTS 1
 /* After default.c: the count ractor_cache_allocate_slot would have made. */
 # define SAMPLING_COUNT_SAMPLED_SLOT(objspace, cache, heap_idx) do { \
@@ -94,6 +98,7 @@
 # define SAMPLING_GC_ALLOWED_ARG
 # define SAMPLING_GC_ALLOWED_TRUE
 # define SAMPLING_INCLUDE_SANITIZERS 1
+# define SAMPLING_INLINE_ASAN_HELPERS 1
 # define SAMPLING_CACHE_COUNTS 0
 # define SAMPLING_COUNT_SAMPLED_SLOT(objspace, cache, heap_idx) ((void)0)  /* newobj_alloc counts it */
 # define SAMPLING_CACHE_PENDING(cache, heap_idx) 0

@@ -69,6 +69,7 @@
 # include "internal/sanitizers.h"
 #endif
 #include "internal/static_assert.h"
+#include "shared_object.h"
 #pragma GCC visibility push(hidden)
 #include "invariant.h"
 #include "sample_point.h"
