@@ -353,8 +353,8 @@ text_str(struct text *t, VALUE str)
 static VALUE
 permanent_name(VALUE mod)
 {
-    VALUE classpath = RCLASS_CLASSPATH(mod);
-    if (!classpath || !RCLASS_PERMANENT_CLASSPATH_P(mod)) return Qnil;
+    VALUE classpath = SAMPLING_CLASSPATH(mod);
+    if (!classpath || !SAMPLING_PERMANENT_CLASSPATH_P(mod)) return Qnil;
     return classpath;
 }
 
@@ -363,7 +363,7 @@ permanent_name(VALUE mod)
 static void
 text_class(struct text *t, VALUE klass)
 {
-    VALUE classpath = RCLASS_CLASSPATH(klass);
+    VALUE classpath = SAMPLING_CLASSPATH(klass);
     if (classpath) {
         text_str(t, classpath);
         return;

@@ -38,9 +38,12 @@
  *     default.c asks malloc_usable_size only when no size is given, 3.4's
  *     always (malloc.c answers for its own blocks either way).
  *   - Class names.  4.0 keeps classpath per namespace box:
- *     RCLASS_EXT(mod)->classpath no longer compiles; RCLASS_CLASSPATH and
- *     RCLASS_PERMANENT_CLASSPATH_P read the current box's.  3.4 has only
- *     the fields: the two macros are defined here on them (frames.c).
+ *     RCLASS_EXT(mod)->classpath no longer compiles, and 4.0's
+ *     RCLASS_CLASSPATH asks rb_current_box, which the ruby binary does not
+ *     export (a library that called it would die on a symbol lookup once
+ *     boxes are on) and which means nothing during a GC.  frames.c reads
+ *     SAMPLING_CLASSPATH: on 4.0 the class's prime classext (the name it
+ *     got where it was defined), on 3.4 the only one.
  *   - Ruby frames that backtraces show as C methods (a C method's label,
  *     the file and line of the Ruby frame below), vm_backtrace.c.  3.4:
  *     methods marked `Primitive.attr! :c_trace` (only the YJIT variants
@@ -88,6 +91,9 @@
         } \
     } while (0)
 # define SAMPLING_CACHE_PENDING(cache, heap_idx) ((cache)->heap_caches[heap_idx].allocated_objects_count)
+/* frames.c (internal/class.h): a class's name, from its prime classext */
+# define SAMPLING_CLASSPATH(mod) RCLASSEXT_CLASSPATH(RCLASS_EXT_PRIME(mod))
+# define SAMPLING_PERMANENT_CLASSPATH_P(mod) RCLASSEXT_PERMANENT_CLASSPATH(RCLASS_EXT_PRIME(mod))
 /* frames.c (vm_core.h): vm_backtrace.c's is_internal_location */
 # define SAMPLING_ISEQ_AS_CFUNC_P(iseq) \
     (strncmp(RSTRING_PTR(rb_iseq_path(iseq)), "<internal:", sizeof("<internal:") - 1) == 0)
@@ -104,9 +110,9 @@
 # define SAMPLING_CACHE_PENDING(cache, heap_idx) 0
 # define RB_GC_VM_LOCK() rb_gc_vm_lock()
 # define RB_GC_VM_UNLOCK(lev) rb_gc_vm_unlock(lev)
-/* frames.c (internal/class.h): 4.0's readers of a class's name */
-# define RCLASS_CLASSPATH(mod) (RCLASS_EXT(mod)->classpath)
-# define RCLASS_PERMANENT_CLASSPATH_P(mod) (RCLASS_EXT(mod)->permanent_classpath)
+/* frames.c (internal/class.h): a class's name */
+# define SAMPLING_CLASSPATH(mod) (RCLASS_EXT(mod)->classpath)
+# define SAMPLING_PERMANENT_CLASSPATH_P(mod) (RCLASS_EXT(mod)->permanent_classpath)
 /* frames.c (vm_core.h): rb_iseq_attr_p(iseq, BUILTIN_ATTR_C_TRACE) */
 # define SAMPLING_ISEQ_AS_CFUNC_P(iseq) ((ISEQ_BODY(iseq)->builtin_attrs & BUILTIN_ATTR_C_TRACE) != 0)
 # define SAMPLING_ONE_INTERNAL_FRAME 0

@@ -33,9 +33,9 @@
  * The calls into gc.c that remain for every object freed or marked skip
  * the PLT stub (GCC's noplt attribute on x86: a call through the GOT).
  * Not -fno-plt for the whole library: that binds every symbol when the
- * library loads, and frames.c on 4.0 refers to one the ruby binary does not
- * export (rb_current_box, from internal/class.h, reached only when
- * namespaces are in use), so the library would not load at all.  And the
+ * library loads, and any use of an unexported symbol (4.0's
+ * rb_current_box, which frames.c once reached through RCLASS_CLASSPATH;
+ * ruby_version.h) would then stop the library loading at all.  And the
  * library is compiled with -fno-semantic-interposition (extconf.rb): its
  * own exported functions (rb_gc_impl_*) may be inlined into each other.
  */
