@@ -350,8 +350,8 @@ sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, si
     in.site.site = NULL;
     const struct sampling_stack *same = capture.same;
     if (same) {
-        /* a recent site's stack: that site, if the class, kind and labels are too */
-        if (same->klass == in.site.klass && same->kind.word == in.site.kind.word && same->labels == in.site.labels) {
+        /* a recent site's stack: that site, if the rest of the key is too */
+        if (sampling_site_rest_equal(same, &in.site)) {
             in.site.site = (struct sampling_stack *)same;
             in.site.frames = same->frames;
         }

@@ -42,9 +42,8 @@ stack_home(uint64_t hash, uintptr_t klass, uint32_t labels, size_t mask)
 static bool
 site_equal(const struct sampling_stack *s, const struct sampling_site_key *key)
 {
-    return s->hash == key->hash && s->klass == key->klass && s->nframes == key->nframes &&
-        s->truncated == key->truncated && s->kind.word == key->kind.word && s->labels == key->labels &&
-        memcmp(s->frames, key->frames, key->nframes * sizeof(*key->frames)) == 0;
+    return s->hash == key->hash && s->nframes == key->nframes && s->truncated == key->truncated &&
+        sampling_site_rest_equal(s, key) && memcmp(s->frames, key->frames, key->nframes * sizeof(*key->frames)) == 0;
 }
 
 static void

@@ -189,6 +189,14 @@ struct sampling_site_key {
     struct sampling_stack *site;        /* non-NULL: this site equals the key (the capture found it) */
 };
 
+/* Whether site s has key's class, kind and label set: every part of the
+ * key but the stack (the one list of them: a new key field goes here). */
+static inline bool
+sampling_site_rest_equal(const struct sampling_stack *s, const struct sampling_site_key *key)
+{
+    return s->klass == key->klass && s->kind.word == key->kind.word && s->labels == key->labels;
+}
+
 /* The recent sites of slot (SAMPLING_RECENT_WAYS, some NULL) for a
  * capture to compare with (sampling_frames_capture). */
 static inline struct sampling_stack *const *

@@ -121,8 +121,8 @@ find_recent(const struct sampling_records *r, struct sampling_sample_in *in)
     struct sampling_stack *const *ways = sampling_sites_recent(&r->sites, in->site.recent);
     for (int i = 0; i < SAMPLING_RECENT_WAYS; i++) {
         struct sampling_stack *s = ways[i];
-        if (s && !s->truncated && !in->site.truncated && s->nframes == in->site.nframes && s->klass == in->site.klass &&
-            s->kind.word == in->site.kind.word && s->labels == in->site.labels && s->hash == in->site.hash &&
+        if (s && !s->truncated && !in->site.truncated && s->nframes == in->site.nframes &&
+            sampling_site_rest_equal(s, &in->site) && s->hash == in->site.hash &&
             memcmp(s->frames, in->site.frames, s->nframes * sizeof(*s->frames)) == 0) {
             in->site.site = s;
             recent_hits++;
