@@ -60,8 +60,8 @@ void sampling_labels_free(struct sampling_labels *t);
 /* The label set id of the running fiber (ec: its execution context, as
  * the stack capture found it; NULL at boot): 0 unless with_labels is
  * active there (or in the fiber or thread that started it).  On the
- * sampling path: reads a Fixnum from the fiber's locals, or from the
- * Fiber storage (labels_api.c), allocates nothing, calls no Ruby method;
+ * sampling path: reads a Fixnum from the Fiber storage, in place for a
+ * small one (labels_api.c), allocates nothing, calls no Ruby method;
  * costs a flag test while with_labels was never called.
  * (sampling_labels_read is in labels_api.c, which sees the VM.) */
 extern bool sampling_labels_on;

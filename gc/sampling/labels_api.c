@@ -11,15 +11,18 @@
  * its block and restores the outer value on the way out (ensure), so
  * nesting works as Go's pprof.Do: inner keys override outer ones.
  *
- * The same id also goes into the fiber's locals (Thread#[], an id table
- * keyed by ID, not inherited) under the same key: the sampling path asks
- * there first, about 70 instructions against about 100 more for the
- * storage Hash (benchmark/results/labels.md).  The locals are set and restored with
- * the storage, so where they hold an id it is the storage's; a fiber or
- * thread that only inherited labels has none there and reads the storage.
+ * The sampling path reads the storage Hash in place (storage_lookup):
+ * its keys are Symbols (Fiber[]= checks) and ours is a static Symbol,
+ * an immediate, so a pair holds it iff the pair's key is that word.  A
+ * Hash of up to 8 pairs (CRuby's ar_table, embedded in the slot: the
+ * usual Fiber storage) is a scan of at most 8 words, calling nothing,
+ * the same in the fiber that called with_labels and in one that
+ * inherited its labels; a bigger one is an st_table lookup (about 100
+ * instructions more; benchmark/results/labels.md).
  */
 #include "ruby/internal/config.h"
 #include "vm_core.h"
+#include "internal/hash.h"
 
 #include "api.h"
 #include "labels.h"
@@ -31,25 +34,33 @@
 bool sampling_labels_on;
 static struct sampling_labels labels;
 static pthread_mutex_t labels_lock = PTHREAD_MUTEX_INITIALIZER;  /* writers of `labels` (several Ractors) */
-static ID id_storage_key;
+static VALUE storage_key;   /* a static Symbol: an immediate, never moved */
 static VALUE cFiber;
 
-/* a static Symbol: hashing it calls nothing */
-#define storage_key() ID2SYM(id_storage_key)
+/* The value of our key in a Fiber storage Hash, Qnil if none (see the
+ * top).  Reads the Hash, never changes it, calls nothing for a small one. */
+static VALUE
+storage_lookup(VALUE storage)
+{
+    if (!RB_TYPE_P(storage, T_HASH)) return Qnil;
+    if (RHASH_AR_TABLE_P(storage)) {
+        const ar_table *t = RHASH_AR_TABLE(storage);
+        unsigned int bound = (unsigned int)((RBASIC(storage)->flags & RHASH_AR_TABLE_BOUND_MASK) >>
+                                            RHASH_AR_TABLE_BOUND_SHIFT);
+        if (bound > RHASH_AR_TABLE_MAX_SIZE) bound = RHASH_AR_TABLE_MAX_SIZE;
+        for (unsigned int i = 0; i < bound; i++) {
+            if (t->pairs[i].key == storage_key) return t->pairs[i].val;
+        }
+        return Qnil;
+    }
+    return rb_hash_lookup2(storage, storage_key, Qnil);
+}
 
 uint32_t
 sampling_labels_read(const void *ec_)
 {
     const rb_execution_context_t *ec = ec_;
-    /* the fiber's own with_labels: an id table lookup, allocating nothing
-     * (for the thread running ec, rb_thread_local_aref reads ec's locals) */
-    VALUE id = rb_thread_local_aref(ec->thread_ptr->self, id_storage_key);
-    if (FIXNUM_P(id)) return (uint32_t)FIX2ULONG(id);
-    /* inherited (a fiber or thread started inside with_labels), or none */
-    if (!RB_TYPE_P(ec->storage, T_HASH)) return 0;
-    /* Symbol keys only (Fiber storage checks): the lookup hashes and
-     * compares Symbols, calling no method and allocating nothing. */
-    id = rb_hash_lookup2(ec->storage, ID2SYM(id_storage_key), Qnil);
+    VALUE id = storage_lookup(ec->storage);
     return FIXNUM_P(id) ? (uint32_t)FIX2ULONG(id) : 0;
 }
 
@@ -177,21 +188,13 @@ fiber_class(void)
 static VALUE
 fiber_storage_set(VALUE value)
 {
-    return rb_funcall(fiber_class(), rb_intern("[]="), 2, storage_key(), value);
-}
-
-/* the locals and the storage, set together (see the top) */
-static void
-labels_set(VALUE id)
-{
-    rb_thread_local_aset(rb_thread_current(), id_storage_key, id);
-    fiber_storage_set(id);
+    return rb_funcall(fiber_class(), rb_intern("[]="), 2, storage_key, value);
 }
 
 static VALUE
 labels_restore(VALUE outer)
 {
-    labels_set(outer);
+    fiber_storage_set(outer);
     return Qnil;
 }
 
@@ -208,12 +211,12 @@ with_labels_m(int argc, VALUE *argv, VALUE self)
     VALUE opts = Qnil;
     rb_scan_args(argc, argv, "0:", &opts);
     if (!rb_block_given_p()) rb_raise(rb_eArgError, "with_labels: a block is required");
-    VALUE outer = rb_funcall(fiber_class(), rb_intern("[]"), 1, storage_key());
+    VALUE outer = rb_funcall(fiber_class(), rb_intern("[]"), 1, storage_key);
     if (!FIXNUM_P(outer)) outer = Qnil;
     uint32_t id = labels_merge(FIXNUM_P(outer) ? (uint32_t)FIX2ULONG(outer) : 0, opts);
     if (!id) return rb_yield(Qundef);
     sampling_labels_on = true;
-    labels_set(UINT2NUM(id));
+    fiber_storage_set(UINT2NUM(id));
     return rb_ensure(with_labels_yield, Qnil, labels_restore, outer);
 }
 
@@ -253,6 +256,6 @@ sampling_labels_stats(uint64_t *count, uint64_t *dropped)
 void
 sampling_define_labels(VALUE mSampler)
 {
-    id_storage_key = rb_intern("__allocation_sampler_labels");
+    storage_key = ID2SYM(rb_intern("__allocation_sampler_labels"));
     rb_define_singleton_method(mSampler, "with_labels", with_labels_m, -1);
 }
