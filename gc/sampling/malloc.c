@@ -353,6 +353,31 @@ malloc_drain(size_t gc_count)
     pthread_mutex_unlock(&malloc_lock);
 }
 
+/* A queued sample's stack holds code (iseqs, method entries) that no site
+ * watches yet: the end of a marking applies the queue before it checks
+ * the sites' references, but not while a read or a quiet scope is on
+ * (report and write_collapsed run Ruby code, and GCs, inside one).  Code
+ * that died meanwhile (an eval's or a class body's iseq) would be swept
+ * and then read when the sample is applied and named.  So while queued,
+ * that code is marked, and pinned (the queue is not updated by
+ * compaction): it lives until the next marking that can apply the queue,
+ * at most.  (GC_HOOK_MARK_ROOTS; the VM lock, then malloc_lock.) */
+static void
+malloc_mark_queue(rb_objspace_t *objspace)
+{
+    if (!__atomic_load_n(&malloc_nevents, __ATOMIC_RELAXED)) return;
+    pthread_mutex_lock(&malloc_lock);
+    for (size_t i = 0; i < malloc_nevents; i++) {
+        const struct malloc_event *e = &malloc_events[i];
+        if (e->op != MALLOC_EVENT_SAMPLE || !e->frames) continue;
+        for (uint32_t j = 0; j < e->capture.nframes; j++) {
+            if (e->frames[j].iseq) gc_mark_and_pin(objspace, (VALUE)e->frames[j].iseq);
+            if (e->frames[j].cme) gc_mark_and_pin(objspace, (VALUE)e->frames[j].cme);
+        }
+    }
+    pthread_mutex_unlock(&malloc_lock);
+}
+
 /* Under malloc_lock: false when the queue is full. */
 static bool
 malloc_queue(const struct malloc_event *e)

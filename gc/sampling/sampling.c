@@ -38,10 +38,10 @@
  *
  * Around the collector: nothing is marked for the sampler (it holds
  * sampled objects, and the classes, iseqs and method entries of its
- * sites, weakly).  GC_HOOK_MARKS_FINISHED finds sampled objects dead
+ * sites, weakly), but for the code on the stacks of malloc samples still
+ * queued (GC_HOOK_MARK_ROOTS; malloc.c says why).  GC_HOOK_MARKS_FINISHED finds sampled objects dead
  * (unmarked) before the sweep can reuse their slots, and names the sites
  * whose class or code dies; GC_HOOK_UPDATE_REFERENCES follows compaction.
- * (GC_HOOK_MARK_ROOTS stays unused.)
  *
  * Locking: every hook runs with the VM lock held (newobj_cache_miss takes
  * it; GC holds it), except a sample taken while no second Ractor has
@@ -106,6 +106,7 @@ static void sampling_cache_clear(void *cache, size_t heap_idx);
 /* (once a GC, out of line so that benchmark/run can measure it) */
 static NOINLINE(void sampling_marks_finished(void *objspace));
 static void sampling_update_references(void *objspace);
+static void sampling_mark_roots(void *objspace);
 
 /* Per Ractor cache: a sample point per heap, and the start it belongs to. */
 #define GC_HOOK_RACTOR_CACHE_FIELDS \
@@ -137,6 +138,7 @@ static bool sampling_ractors;
         ? sampling_take_slot((objspace), (cache), (heap_idx), klass, flags) : Qfalse)
 #define GC_HOOK_CACHE_CLEAR(cache, heap_idx) \
     do { if (RB_UNLIKELY(sampling_on)) sampling_cache_clear((cache), (heap_idx)); } while (0)
+#define GC_HOOK_MARK_ROOTS(objspace) sampling_mark_roots(objspace)
 #define GC_HOOK_MARKS_FINISHED(objspace) sampling_marks_finished(objspace)
 #define GC_HOOK_UPDATE_REFERENCES(objspace) sampling_update_references(objspace)
 
@@ -439,6 +441,12 @@ sampling_marks_finished(void *objspace_ptr)
                                     is_full_marking(objspace));
     }
     records_verify("marking");
+}
+
+static void
+sampling_mark_roots(void *objspace_ptr)
+{
+    malloc_mark_queue(objspace_ptr);
 }
 
 static uintptr_t
