@@ -271,6 +271,7 @@ struct malloc_event {
     struct sampling_frame *frames;      /* SAMPLE: malloc'd copy, or NULL */
     struct sampling_capture capture;
     uint32_t labels;                    /* SAMPLE: the label set (labels.h), 0: none */
+    bool during_read;                   /* SAMPLE: taken while a read was on (see malloc_drain_locked) */
 };
 
 #define MALLOC_EVENTS 4096
@@ -333,7 +334,13 @@ malloc_drain_locked(size_t gc_count)
     for (size_t i = 0; i < malloc_nevents; i++) {
         struct malloc_event *e = &malloc_events[i];
         if (e->op == MALLOC_EVENT_SAMPLE) {
+            /* A sample taken while a read was on is applied as one taken
+             * during that read: it evicts no record and folds no site
+             * (records.h), so a reader's own mallocs never push out the
+             * records it reads. */
+            sampler.records.reading += e->during_read;
             malloc_apply_sample(e->ptr, &e->sample, e->frames, e->capture, e->labels, gc_count);
+            sampler.records.reading -= e->during_read;
             free(e->frames);
         }
         else {
@@ -437,6 +444,9 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t size, uint64_t points
                                            SAMPLING_ORIGIN_NO_GVL, 0, NULL };
     bool gvl = !t->busy && ruby_thread_has_gvl_p();
     bool now = gvl && malloc_inline_ok();
+    /* (a racy read from another Ractor: at worst one sample is applied
+     * with the wrong rule) */
+    e.during_read = __atomic_load_n(&sampler.records.reading, __ATOMIC_RELAXED) > 0;
     t->busy = true;
     const void *ec = NULL;
     if (now) {
@@ -636,6 +646,7 @@ malloc_get_stats(struct sampler_stats *stats)
     stats->malloc = malloc_state.on;
     stats->malloc_allocated_bytes = malloc_state.bytes + (malloc_state.on && t->epoch == malloc_epoch ? t->set - t->countdown : 0);
     stats->malloc_samples = malloc_state.samples;
+    stats->samples += malloc_state.samples;     /* so samples == records + dropped + evicted */
     stats->malloc_points = malloc_state.points;
     stats->dropped += malloc_state.dropped + malloc_state.lost_frees;
 }

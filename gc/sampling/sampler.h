@@ -33,7 +33,8 @@ struct sampler_stats {
     uint64_t interval;
     uint32_t depth;
     size_t max_samples;
-    uint64_t samples, live, dropped, evicted, allocated_bytes;
+    uint64_t samples;           /* every sample taken: the heaps' and malloc_samples */
+    uint64_t live, dropped, evicted, allocated_bytes;
     uint64_t records, sites, folded;    /* records kept, sites, sites folded into <other sites> */
     uint64_t named;                     /* sites whose class or code died (kept as text) */
     bool malloc;                        /* malloc'd bytes sampled (malloc.c) */
