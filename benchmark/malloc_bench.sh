@@ -23,6 +23,11 @@ for name in "$@"; do
         micro-s512k) run $name sampling sampler:524288:poisson 1 alloc_micro.rb ALLOC_MICRO_N 50000 ;;
         micro-s512k-slots) run $name sampling sampler:524288:poisson 0 alloc_micro.rb ALLOC_MICRO_N 50000 ;;
         micro-s512k-lib) run $name sampling sampler:524288:poisson "" alloc_micro.rb ALLOC_MICRO_N 50000 ;;
+        micro-stopped) run $name sampling none "" alloc_micro.rb ALLOC_MICRO_N 50000 ;;
+        micro-s4k|micro-s32k) i=${name#micro-s}; i=$(( ${i%k} * 1024 ))
+            run $name sampling sampler:$i:poisson 1 alloc_micro.rb ALLOC_MICRO_N 50000 ;;
+        micro-s4k-slots|micro-s32k-slots) i=${name#micro-s}; i=${i%-slots}; i=$(( ${i%k} * 1024 ))
+            run $name sampling sampler:$i:poisson 0 alloc_micro.rb ALLOC_MICRO_N 50000 ;;
         *) echo "unknown run $name" >&2; exit 2 ;;
     esac
 done

@@ -26,7 +26,9 @@
 #                      tap: inside Object#tap (the same two frames, no
 #                      labels), the baseline to compare labels with;
 #                      labels-thread, tap-thread: the same, with the region
-#                      in a thread started inside (labels inherited)
+#                      in a thread started inside (labels inherited);
+#                      labels-big: labels, with 10 more keys in the
+#                      Fiber storage (a Hash past 8 keys: an st_table)
 #   BENCH_KEEP_LIVE    keep this many sampled objects alive, then run
 #                      BENCH_GC_LOOPS minor GCs as the region (liveness cost)
 
@@ -92,6 +94,9 @@ else
   if memprof
     CallgrindProbe.collect { $memprof_report = MemoryProfiler.report { load workload } }
   elsif ENV["BENCH_WRAP"] == "labels"
+    ObjectSpace::AllocationSampler.with_labels(endpoint: "bench") { CallgrindProbe.collect { load workload } }
+  elsif ENV["BENCH_WRAP"] == "labels-big"
+    10.times { |i| Fiber[:"bench_key#{i}"] = i }
     ObjectSpace::AllocationSampler.with_labels(endpoint: "bench") { CallgrindProbe.collect { load workload } }
   elsif ENV["BENCH_WRAP"] == "tap"
     tap { CallgrindProbe.collect { load workload } }

@@ -16,9 +16,9 @@
 
 #define SAMPLING_OUT_MAX            4096
 /* Whether malloc'd bytes are sampled unless told (start's malloc:,
- * RUBY_GC_SAMPLING's malloc=).  Off: the cost targets are not all met
- * (the wrappers cost more than 0.1% while stopped; benchmark/results/malloc.md). */
-#define SAMPLING_MALLOC_DEFAULT     false
+ * RUBY_GC_SAMPLING's malloc=).  On: its cost targets against `default`
+ * are met (benchmark/results/malloc.md), and the heap is mostly buffers. */
+#define SAMPLING_MALLOC_DEFAULT     true
 
 struct sampling_params {
     enum sampling_mode mode;
