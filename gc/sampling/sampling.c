@@ -556,6 +556,7 @@ end_counting(rb_objspace_t *objspace)
 static void
 sampler_after_fork(rb_objspace_t *objspace)
 {
+    malloc_drain(objspace->profile.count);  /* (see sampler_start) */
     sampling_records_after_fork(&sampler.records);
     if (sampling_on) {
         end_counting(objspace);
@@ -586,6 +587,10 @@ sampler_start(const struct sampling_params *params)
     unsigned int lev = RB_GC_VM_LOCK();
     rb_gc_vm_barrier();
     {
+        /* Queued malloc samples were counted before this start (or clear,
+         * or fork): they are applied to what they were counted in, not to
+         * the counters about to start from zero. */
+        malloc_drain(objspace->profile.count);
         if (sampling_on) end_counting(objspace);
         free(sampler.scratch);
         sampler.scratch = scratch;
@@ -627,6 +632,7 @@ sampler_clear(void)
     unsigned int lev = RB_GC_VM_LOCK();
     rb_gc_vm_barrier();
     {
+        malloc_drain(objspace->profile.count);  /* (see sampler_start) */
         sampling_records_clear(&sampler.records);
         if (sampling_on) {
             sampling_records_reserve(&sampler.records);
