@@ -49,7 +49,10 @@ class TestCollapsedAndReport < Minitest::Test
   def test_collapsed_stacks_root_first
     stacks = collapsed(:alloc_space).map(&:first)
     assert stacks.any? { |s| s.end_with?("ReportSite.strings;Array.new;Array#initialize;block in ReportSite.strings") }
-    assert stacks.all? { |s| s.split(";").first == "<main>" || s.start_with?("<boot>") || s.include?("block in") }
+    # (malloc samples may also come from a thread running no Ruby frame, or without the GVL)
+    synthetic = ["<boot>", "<no Ruby frame>", "<no GVL>"]
+    bad = stacks.reject { |s| s.split(";").first == "<main>" || synthetic.include?(s.split(";").first) || s.include?("block in") }
+    assert_empty bad
   end
 
   def test_collapsed_to_a_path
