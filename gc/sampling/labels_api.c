@@ -17,8 +17,8 @@
  * Hash of up to 8 pairs (CRuby's ar_table, embedded in the slot: the
  * usual Fiber storage) is a scan of at most 8 words, calling nothing,
  * the same in the fiber that called with_labels and in one that
- * inherited its labels; a bigger one is an st_table lookup (about 100
- * instructions more; benchmark/results/labels.md).
+ * inherited its labels; a bigger one (an st_table) is scanned the same
+ * way up to 32 entries, and looked up past that.
  */
 #include "ruby/internal/config.h"
 #include "vm_core.h"
@@ -37,8 +37,23 @@ static pthread_mutex_t labels_lock = PTHREAD_MUTEX_INITIALIZER;  /* writers of `
 static VALUE storage_key;   /* a static Symbol: an immediate, never moved */
 static VALUE cFiber;
 
+/* st.c's entry, which ruby/st.h leaves opaque (the same layout since
+ * Ruby 2.4's open-addressing tables, in 3.4 and 4.0 alike); a deleted
+ * entry keeps its key and has this hash. */
+struct storage_st_entry {
+    st_data_t hash;     /* st_hash_t, st.c's own typedef of st_data_t */
+    st_data_t key;
+    st_data_t record;
+};
+#define STORAGE_ST_DELETED (~(st_data_t)0)
+/* A larger table is looked up: a scan of up to 32 entries costs about
+ * what a lookup does (benchmark/results/labels.md). */
+#define STORAGE_SCAN_MAX 32
+
 /* The value of our key in a Fiber storage Hash, Qnil if none (see the
- * top).  Reads the Hash, never changes it, calls nothing for a small one. */
+ * top).  Newest entries first: with_labels sets the key after what the
+ * fiber inherited, so it is usually the last.  Reads the Hash, never changes it; calls nothing unless the
+ * Hash has more than STORAGE_SCAN_MAX entries. */
 static VALUE
 storage_lookup(VALUE storage)
 {
@@ -48,8 +63,16 @@ storage_lookup(VALUE storage)
         unsigned int bound = (unsigned int)((RBASIC(storage)->flags & RHASH_AR_TABLE_BOUND_MASK) >>
                                             RHASH_AR_TABLE_BOUND_SHIFT);
         if (bound > RHASH_AR_TABLE_MAX_SIZE) bound = RHASH_AR_TABLE_MAX_SIZE;
-        for (unsigned int i = 0; i < bound; i++) {
+        for (unsigned int i = bound; i-- > 0;) {
             if (t->pairs[i].key == storage_key) return t->pairs[i].val;
+        }
+        return Qnil;
+    }
+    const st_table *st = RHASH_ST_TABLE(storage);
+    if (st->entries_bound - st->entries_start <= STORAGE_SCAN_MAX) {
+        const struct storage_st_entry *e = (const struct storage_st_entry *)st->entries;
+        for (st_index_t i = st->entries_bound; i-- > st->entries_start;) {
+            if (e[i].key == storage_key && e[i].hash != STORAGE_ST_DELETED) return (VALUE)e[i].record;
         }
         return Qnil;
     }
