@@ -155,11 +155,15 @@ sampling_records_add(struct sampling_records *r, const struct sampling_sample_in
     rec->stack = stack;
     rec->sample = in->sample;
     rec->freed_gc = 0;
+    rec->freed_bytes = 0;
     rec->old = 0;
     if (!live_push(r, in->obj, index)) {    /* (sets live_pos) */
         release_slot(r, index);
         goto dropped;
     }
+    int kind = sampling_record_kind(rec);
+    r->live_space[kind] += rec->sample.weight;
+    r->live_count[kind]++;
     return index;
 
   give_back:
@@ -168,6 +172,31 @@ sampling_records_add(struct sampling_records *r, const struct sampling_sample_in
   dropped:
     r->dropped++;
     return SAMPLING_NONE;
+}
+
+/* A record leaves live[]: the live estimate forgets its weight (and is
+ * exactly 0 once no record of the kind is left, so rounding never
+ * accumulates past an empty set). */
+static inline void
+live_forget(struct sampling_records *r, const struct sampling_record *rec)
+{
+    int kind = sampling_record_kind(rec);
+    r->live_space[kind] -= rec->sample.weight;
+    if (--r->live_count[kind] == 0) r->live_space[kind] = 0;
+}
+
+/* A record's object died now (it has left live[]): its clocks, and its
+ * life counted into its site (sites.h). */
+static inline void
+record_end_life(struct sampling_record *rec, struct sampling_now now)
+{
+    rec->freed_gc = now.gc;
+    rec->freed_bytes = now.bytes;
+    struct sampling_lifetimes *life = &rec->stack->life;
+    double w = rec->sample.weight;
+    life->died_space[sampling_age_bucket(sampling_record_age(rec, now.gc))] += w;
+    if (rec->old) life->promoted_dead_space += w;
+    life->heaptime += w * (double)sampling_record_age_bytes(rec, now.bytes);
 }
 
 /* Moves live[from] to live[to], keeping its record's live_pos true. */
@@ -180,7 +209,7 @@ live_move(struct sampling_records *r, size_t from, size_t to)
 
 void
 sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn *liveness,
-                                void *data, size_t gc_count, bool major)
+                                void *data, struct sampling_now now, bool major)
 {
     size_t i = major ? 0 : r->nold;
     while (i < r->nlive) {
@@ -188,8 +217,10 @@ sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn
         int state = liveness(l.obj, data);
         if (state == 2 && i >= r->nold) {
             /* promoted: swap into the old part (the young entry it
-             * displaces was checked already) */
-            r->items[l.record].old = 1;
+             * displaces was checked already); once in its life */
+            struct sampling_record *rec = &r->items[l.record];
+            rec->old = 1;
+            rec->stack->life.promoted_space += rec->sample.weight;
             live_move(r, r->nold, i);
             r->live[r->nold] = l;
             r->items[l.record].live_pos = (uint32_t)r->nold;
@@ -203,8 +234,9 @@ sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn
         }
         /* Dead: drop the reference now, before the sweep reuses the slot. */
         struct sampling_record *rec = &r->items[l.record];
-        rec->freed_gc = gc_count;
         rec->live_pos = SAMPLING_NONE;
+        live_forget(r, rec);
+        record_end_life(rec, now);
         if (!dead_push(r, l.record)) {
             /* No memory to queue it: forget the record instead. */
             release_slot(r, l.record);
@@ -258,6 +290,7 @@ live_unlink(struct sampling_records *r, size_t pos)
     if (pos < r->nlive - 1) live_move(r, r->nlive - 1, pos);
     r->nlive--;
     r->items[index].live_pos = SAMPLING_NONE;
+    live_forget(r, &r->items[index]);
     return index;
 }
 
@@ -271,13 +304,13 @@ live_drop(struct sampling_records *r, size_t pos)
 /* A record whose object the owner knows to be gone (a freed malloc'd
  * block, malloc.c): dead as if a marking had found it so. */
 bool
-sampling_records_end(struct sampling_records *r, uint32_t index, uint64_t seq, size_t gc_count)
+sampling_records_end(struct sampling_records *r, uint32_t index, uint64_t seq, struct sampling_now now)
 {
     if (index >= r->used) return false;
     struct sampling_record *rec = &r->items[index];
     if (rec->seq != seq || rec->live_pos == SAMPLING_NONE) return false;
     live_unlink(r, rec->live_pos);
-    rec->freed_gc = gc_count;
+    record_end_life(rec, now);
     if (!dead_push(r, index)) release_slot(r, index);
     return true;
 }
@@ -373,6 +406,18 @@ sampling_records_verify(const struct sampling_records *r)
         if ((i < r->nold) != (r->items[r->live[i].record].old != 0)) return "live[] is not old-first";
     }
     if (dead != r->ndead) return "dead records != dead queue";
+    double space[SAMPLING_LIVE_KINDS] = { 0 };
+    size_t count[SAMPLING_LIVE_KINDS] = { 0 };
+    for (size_t i = 0; i < r->nlive; i++) {
+        const struct sampling_record *rec = &r->items[r->live[i].record];
+        space[sampling_record_kind(rec)] += rec->sample.weight;
+        count[sampling_record_kind(rec)]++;
+    }
+    for (int k = 0; k < SAMPLING_LIVE_KINDS; k++) {
+        if (count[k] != r->live_count[k]) return "live_count != live records of the kind";
+        double d = space[k] - r->live_space[k];
+        if (d > 1e-6 * space[k] + 1 || d < -(1e-6 * space[k] + 1)) return "live_space != weights of live records";
+    }
     for (size_t i = 0; i < r->ndead; i++) {
         uint32_t index = r->dead[dead_at(r, i)];
         if (!r->items[index].seq || r->items[index].live_pos != SAMPLING_NONE) return "dead queue holds a live or unused slot";

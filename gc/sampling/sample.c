@@ -34,6 +34,7 @@ struct sample_view {
     VALUE frames;           /* frozen Array of frozen [path, lineno, label] */
     struct sampling_sample sample;
     size_t freed_gc;
+    uint64_t freed_bytes;
     uint32_t labels;        /* label set id (labels.h) */
     uint16_t type;
     uint8_t imemo_type;
@@ -85,6 +86,7 @@ sample_refresh(struct sample_view *v)
     }
     v->live = rec.live_pos != SAMPLING_NONE;
     v->freed_gc = rec.freed_gc;
+    v->freed_bytes = rec.freed_bytes;
     v->old = rec.old;
 }
 
@@ -118,6 +120,7 @@ snapshot_body(VALUE arg)
         v->labels = site->labels;
         v->live = rec->live_pos != SAMPLING_NONE;
         v->freed_gc = rec->freed_gc;
+        v->freed_bytes = rec->freed_bytes;
         v->old = rec->old;
         rb_ary_push(snap->result, sample);
     }
@@ -208,6 +211,29 @@ sample_age_m(VALUE self)
     return SIZET2NUM(last > allocated ? last - allocated : 0);
 }
 
+/* The allocation clock (stats[:total_allocated_bytes]) when it was
+ * allocated; when it was found dead (nil while it lives); and the bytes
+ * allocated between the two, or since its allocation while it lives (a
+ * censored lifetime: live? says which). */
+static VALUE sample_allocated_bytes_m(VALUE self) { return ULL2NUM(sample_get(self)->sample.allocated_bytes); }
+
+static VALUE
+sample_freed_bytes_m(VALUE self)
+{
+    struct sample_view *v = sample_get(self);
+    sample_refresh(v);
+    return v->live || !v->freed_gc ? Qnil : ULL2NUM(v->freed_bytes);
+}
+
+static VALUE
+sample_age_bytes_m(VALUE self)
+{
+    struct sample_view *v = sample_get(self);
+    sample_refresh(v);
+    uint64_t end = v->live ? sampler_clock() : v->freed_gc ? v->freed_bytes : v->sample.allocated_bytes;
+    return ULL2NUM(end > v->sample.allocated_bytes ? end - v->sample.allocated_bytes : 0);
+}
+
 static VALUE
 sample_old_p(VALUE self)
 {
@@ -266,6 +292,10 @@ sampling_define_sample(VALUE mSampler)
     rb_define_method(cSample, "freed_gc", sample_freed_gc_m, 0);
     rb_define_method(cSample, "age", sample_age_m, 0);
     rb_define_method(cSample, "old?", sample_old_p, 0);
+    rb_define_method(cSample, "promoted?", sample_old_p, 0);
+    rb_define_method(cSample, "allocated_bytes", sample_allocated_bytes_m, 0);
+    rb_define_method(cSample, "freed_bytes", sample_freed_bytes_m, 0);
+    rb_define_method(cSample, "age_bytes", sample_age_bytes_m, 0);
     rb_define_method(cSample, "memsize", sample_memsize_m, 0);
     rb_define_method(cSample, "inspect", sample_inspect_m, 0);
 }

@@ -78,11 +78,13 @@
 #include "labels.h"
 #include "sampler.h"
 #include "api.h"
+#include "timeline.h"
 #include "sample_point.c"
 #include "gap.c"
 #include "refset.c"
 #include "sites.c"
 #include "records.c"
+#include "timeline.c"
 #pragma GCC visibility pop
 
 int rb_objspace_internal_object_p(VALUE obj);  /* gc.c, exported */
@@ -233,6 +235,7 @@ static struct {
     /* per heap, since start or clear */
     size_t base_allocated[HEAP_COUNT];      /* total_allocated_objects at start */
     size_t moved[HEAP_COUNT];               /* compaction moves (counted as allocations by default.c) */
+    size_t moves[HEAP_COUNT];               /* the same since boot: the allocation clock's */
     size_t allocated_at_marks[HEAP_COUNT];  /* total_allocated_objects when marking ended */
     size_t stopped_allocated[HEAP_COUNT];   /* objects allocated while enabled, frozen at stop */
     uint64_t samples[HEAP_COUNT];
@@ -240,7 +243,44 @@ static struct {
     double poisson_weight[HEAP_COUNT];      /* sampling_weight of a slot, set at start */
     int readers;
     bool readers_disabled_gc;
+    struct sampling_timeline timeline;      /* a row per GC, and the peak (timeline.h) */
 } sampler;
+
+static inline size_t slot_bytes(size_t heap_idx);
+
+/* The allocation clock, the second clock of a lifetime (records.h): slot
+ * bytes the process has allocated, from the heaps' own counts (as
+ * stats[:allocated_bytes], but never reset), less the moves compaction
+ * counted as allocations.  Unlike GC.count it does not depend on when
+ * GCs run.  totals: allocated_totals, or at a sample the heap counts and
+ * the sampling cache's pending ones (on 4.0 another Ractor's cache may
+ * hold up to 1,023 a heap it has not added yet: ruby_version.h). */
+static uint64_t
+clock_bytes(const size_t totals[HEAP_COUNT])
+{
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < HEAP_COUNT; i++) bytes += (uint64_t)(totals[i] - sampler.moves[i]) * slot_bytes(i);
+    return bytes;
+}
+
+/* The clock from the heap counts alone (and the given cache's pending
+ * counts, when there is one): no other cache is read, so it can be read
+ * without the VM lock (malloc.c, on any thread). */
+static uint64_t
+clock_now(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache)
+{
+    size_t totals[HEAP_COUNT];
+    for (size_t i = 0; i < HEAP_COUNT; i++) {
+        totals[i] = heaps[i].total_allocated_objects + (cache ? SAMPLING_CACHE_PENDING(cache, i) : 0);
+    }
+    return clock_bytes(totals);
+}
+
+static inline struct sampling_now
+sampler_now(rb_objspace_t *objspace, size_t gc_count)
+{
+    return (struct sampling_now){ gc_count, clock_now(objspace, NULL) };
+}
 
 /* malloc'd bytes: the wrapped rb_gc_impl_malloc, _calloc, _realloc, _free */
 #include "malloc.c"
@@ -275,6 +315,15 @@ allocated_totals(rb_objspace_t *objspace, size_t totals[HEAP_COUNT])
 #if SAMPLING_CACHE_COUNTS
     rb_gc_ractor_newobj_cache_foreach(cache_pending_i, totals);
 #endif
+}
+
+/* The clock with every cache's pending counts (under the VM lock). */
+static uint64_t
+clock_bytes_all(rb_objspace_t *objspace)
+{
+    size_t totals[HEAP_COUNT];
+    allocated_totals(objspace, totals);
+    return clock_bytes(totals);
 }
 
 static inline sample_point_list *
@@ -321,7 +370,8 @@ sampling_cache_clear(void *c, size_t heap_idx)
 /* Records a sample of obj (allocated, not yet initialised: klass and flags
  * are what newobj_init will write). */
 static void
-sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, size_t heap_idx, uint64_t points)
+sampling_record(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache, VALUE obj, VALUE klass, VALUE flags,
+                size_t heap_idx, uint64_t points)
 {
     size_t size = slot_bytes(heap_idx);
     sampler.samples[heap_idx]++;
@@ -363,6 +413,7 @@ sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, si
     in.sample.weight = sampler.config.mode == SAMPLING_MODE_FIXED ? (double)points * (double)sampler.config.interval
                                                                   : sampler.poisson_weight[heap_idx];
     in.sample.allocated_gc = objspace->profile.count;
+    in.sample.allocated_bytes = clock_now(objspace, cache);
     in.sample.size = (uint32_t)size;
     in.sample.heap = (uint8_t)heap_idx;
     sampling_records_add(&sampler.records, &in);
@@ -388,7 +439,7 @@ sampling_take(void *objspace_ptr, void *c, size_t heap_idx, VALUE klass, VALUE f
     MEMZERO((char *)obj, char, heap_slot_size(heap_idx));
 #endif
 
-    sampling_record(objspace, obj, klass, flags, heap_idx, points);
+    sampling_record(objspace, cache, obj, klass, flags, heap_idx, points);
     return obj;
 }
 
@@ -428,10 +479,12 @@ sampling_marks_finished(void *objspace_ptr)
     rb_objspace_t *objspace = objspace_ptr;
     malloc_drain(objspace->profile.count);
     allocated_totals(objspace, sampler.allocated_at_marks);
+    struct sampling_now now = { objspace->profile.count, clock_bytes(sampler.allocated_at_marks) };
     if (sampler.records.nlive) {
-        sampling_records_check_liveness(&sampler.records, sampling_liveness, objspace, objspace->profile.count,
-                                        is_full_marking(objspace));
+        sampling_records_check_liveness(&sampler.records, sampling_liveness, objspace, now, is_full_marking(objspace));
     }
+    /* the live estimate of this GC, and the peak (O(live) only at a new one) */
+    if (sampling_on) sampling_timeline_gc(&sampler.timeline, &sampler.records, now, is_full_marking(objspace));
     /* Classes and code that die now: their sites are named while they can
      * still be read (nothing is swept before this returns). */
     if (sampler.records.sites.refs.size) {
@@ -460,6 +513,7 @@ sampling_update_references(void *objspace_ptr)
     allocated_totals(objspace, totals);
     for (size_t i = 0; i < HEAP_COUNT; i++) {
         sampler.moved[i] += totals[i] - sampler.allocated_at_marks[i];
+        sampler.moves[i] += totals[i] - sampler.allocated_at_marks[i];
         sampler.allocated_at_marks[i] = totals[i];
     }
     sampling_records_update_references(&sampler.records, sampling_location, objspace);
@@ -526,6 +580,7 @@ static void
 begin_counting(rb_objspace_t *objspace)
 {
     sampler.epoch++;
+    sampling_timeline_begin(&sampler.timeline);
     malloc_state.on = sampler.params.malloc;
     counters_reset(objspace);
     sampling_on = true;
@@ -549,6 +604,7 @@ static void
 sampler_after_fork(rb_objspace_t *objspace)
 {
     sampling_records_after_fork(&sampler.records);
+    sampling_timeline_clear(&sampler.timeline);
     if (sampling_on) {
         end_counting(objspace);
         begin_counting(objspace);
@@ -620,6 +676,7 @@ sampler_clear(void)
     rb_gc_vm_barrier();
     {
         sampling_records_clear(&sampler.records);
+        sampling_timeline_clear(&sampler.timeline);
         if (sampling_on) {
             sampling_records_reserve(&sampler.records);
             end_counting(objspace);
@@ -677,8 +734,32 @@ sampler_get_stats(struct sampler_stats *stats)
             stats->allocated_bytes += h->allocated_bytes;
         }
         malloc_get_stats(stats);
+        stats->live_space[SAMPLING_LIVE_SLOT] = sampler.records.live_space[SAMPLING_LIVE_SLOT];
+        stats->live_space[SAMPLING_LIVE_MALLOC] = sampler.records.live_space[SAMPLING_LIVE_MALLOC];
+        stats->total_allocated_bytes = clock_bytes_all(objspace);
+        const struct sampling_peak *peak = &sampler.timeline.peak;
+        stats->peak = peak->taken;
+        stats->peak_gc = peak->at.gc;
+        stats->peak_live = sampling_row_live(&peak->at);
+        stats->timeline_rows = sampler.timeline.n;
     }
     RB_GC_VM_UNLOCK(lev);
+}
+
+const struct sampling_timeline *
+sampler_timeline(void)
+{
+    return &sampler.timeline;
+}
+
+uint64_t
+sampler_clock(void)
+{
+    rb_objspace_t *objspace = rb_gc_get_objspace();
+    unsigned int lev = RB_GC_VM_LOCK();
+    uint64_t clock = clock_bytes_all(objspace);
+    RB_GC_VM_UNLOCK(lev);
+    return clock;
 }
 
 struct sampling_records *
