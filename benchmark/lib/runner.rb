@@ -31,6 +31,8 @@
 #                      BENCH_GC_LOOPS minor GCs as the region (liveness cost)
 #   BENCH_KEEP_SAMPLING=1  the sampler keeps running through those GCs
 #                      (the timeline's row and peak check at every GC)
+#   BENCH_GROW=1       with it: one more object kept before each GC, so
+#                      every GC finds a new peak (the peak's copy)
 #   BENCH_DROP_LIVE=1  instead drop the kept objects and count the one
 #                      full GC that finds them dead (the cost of a death)
 
@@ -89,6 +91,8 @@ if (keep = ENV["BENCH_KEEP_LIVE"])
   if ENV["BENCH_DROP_LIVE"] == "1"
     $kept = nil
     CallgrindProbe.collect { GC.start }
+  elsif ENV["BENCH_GROW"] == "1"
+    CallgrindProbe.collect { loops.times { $kept << Object.new; GC.start(full_mark: false) } }
   else
     CallgrindProbe.collect { loops.times { GC.start(full_mark: false) } }
   end

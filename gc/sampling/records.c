@@ -207,6 +207,37 @@ live_move(struct sampling_records *r, size_t from, size_t to)
     r->items[r->live[to].record].live_pos = (uint32_t)to;
 }
 
+/* The walk's dead branch, live[i] found dead: out of line, so that the
+ * walk stays small enough for the compiler to inline it with its
+ * liveness function (sampling.c), the survivors' path a few
+ * instructions a record. */
+static __attribute__((noinline)) void
+walk_dead(struct sampling_records *r, size_t i, struct sampling_now now)
+{
+    uint32_t index = r->live[i].record;
+    /* Dead: drop the reference now, before the sweep reuses the slot. */
+    struct sampling_record *rec = &r->items[index];
+    rec->live_pos = SAMPLING_NONE;
+    live_forget(r, rec);
+    record_end_life(rec, now);
+    if (!dead_push(r, index)) {
+        /* No memory to queue it: forget the record instead. */
+        release_slot(r, index);
+    }
+    /* Fill the hole with an entry not yet checked, keeping the old
+     * part contiguous: the last old entry fills an old hole, the last
+     * entry fills the old part's new end. */
+    if (i < r->nold) {
+        r->nold--;
+        if (i < r->nold) live_move(r, r->nold, i);
+        if (r->nold < r->nlive - 1) live_move(r, r->nlive - 1, r->nold);
+    }
+    else if (i < r->nlive - 1) {
+        live_move(r, r->nlive - 1, i);
+    }
+    r->nlive--;
+}
+
 void
 sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn *liveness,
                                 void *data, struct sampling_now now, bool major)
@@ -223,7 +254,7 @@ sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn
             rec->stack->life.promoted_space += rec->sample.weight;
             live_move(r, r->nold, i);
             r->live[r->nold] = l;
-            r->items[l.record].live_pos = (uint32_t)r->nold;
+            rec->live_pos = (uint32_t)r->nold;
             r->nold++;
             i++;
             continue;
@@ -232,27 +263,7 @@ sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn
             i++;
             continue;
         }
-        /* Dead: drop the reference now, before the sweep reuses the slot. */
-        struct sampling_record *rec = &r->items[l.record];
-        rec->live_pos = SAMPLING_NONE;
-        live_forget(r, rec);
-        record_end_life(rec, now);
-        if (!dead_push(r, l.record)) {
-            /* No memory to queue it: forget the record instead. */
-            release_slot(r, l.record);
-        }
-        /* Fill the hole with an entry not yet checked, keeping the old
-         * part contiguous: the last old entry fills an old hole, the last
-         * entry fills the old part's new end. */
-        if (i < r->nold) {
-            r->nold--;
-            if (i < r->nold) live_move(r, r->nold, i);
-            if (r->nold < r->nlive - 1) live_move(r, r->nlive - 1, r->nold);
-        }
-        else if (i < r->nlive - 1) {
-            live_move(r, r->nlive - 1, i);
-        }
-        r->nlive--;
+        walk_dead(r, i, now);
     }
 }
 

@@ -126,7 +126,7 @@ void sampling_records_init(struct sampling_records *r, size_t max);
  * grows (a copy of megabytes inside an allocation).  Pages are touched as
  * records fill them.  False when memory runs out; the tables then grow as
  * before, as they do past the reserve. */
-#define SAMPLING_RESERVE_MAX ((size_t)1 << 20)     /* records: 80 MB */
+#define SAMPLING_RESERVE_MAX ((size_t)1 << 20)     /* records: 96 MB */
 bool sampling_records_reserve(struct sampling_records *r);
 
 /* Records a sample: its weight goes to its site's totals, and it gets a
