@@ -63,14 +63,14 @@ File.write(File.join(out, "demo.timeline.gp"), <<~GP)
   set title "Live heap per GC, estimated from the samples (#{Sampler.timeline.size} GCs)"
   set xlabel "seconds since the sampler started"
   set ylabel "estimated live MiB"
-  set key top left
+  set key top right
   set grid
-  set label 1 sprintf("peak: %.1f MiB at GC %d", #{mib.(peak[:live_bytes])}, #{peak[:gc]}) at #{peak[:seconds]}, #{mib.(peak[:live_bytes])} offset 1,0.5
+  set label 1 sprintf("peak: %.1f MiB at GC %d", #{mib.(peak[:live_bytes])}, #{peak[:gc]}) at #{peak[:seconds]}, #{mib.(peak[:live_bytes])} offset 1.5,0
   plot "#{timeline}" every ::1 using 2:($4/1048576) with lines lw 2 title "live (slots + malloc)", \
        "" every ::1 using 2:($5/1048576) with lines title "slots", \
        "" every ::1 using 2:($6/1048576) with lines title "malloc'd", \
        "-" using 1:2 with points pt 7 ps 1.5 lc rgb "red" title "peak"
-  #{peak[:seconds]} #{mib.(peak[:live_bytes])}
+  #{peak[:seconds]},#{mib.(peak[:live_bytes])}
   e
 GP
 puts

@@ -246,7 +246,7 @@ def callgrind_phase(dry: false)
   jobs << callgrind_job("live-running", cfg("live", "sampling, every object", "sampling", "sampler:1:fixed"), MICRO,
                         live.merge("BENCH_KEEP_SAMPLING" => "1"), annotate: true)
   jobs << callgrind_job("live-growing", cfg("live", "sampling, every object", "sampling", "sampler:1:fixed"), MICRO,
-                        live.merge("BENCH_KEEP_SAMPLING" => "1", "BENCH_GROW" => "1"))
+                        live.merge("BENCH_KEEP_SAMPLING" => "1", "BENCH_GROW" => "1", "BENCH_MAX_SAMPLES" => (2 * LIVE).to_s))
   drop = live.merge("BENCH_DROP_LIVE" => "1")
   jobs << callgrind_job("die-none", C["stopped"], MICRO, drop)
   jobs << callgrind_job("die-sampled", cfg("live", "sampling, every object", "sampling", "sampler:1:fixed"), MICRO, drop)

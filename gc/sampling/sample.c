@@ -191,24 +191,41 @@ sample_weight_m(VALUE self)
     return DBL2NUM(w);
 }
 
-static VALUE
-sample_freed_gc_m(VALUE self)
+/* The view with its live fields refreshed (sample_refresh). */
+static struct sample_view *
+sample_refreshed(VALUE self)
 {
     struct sample_view *v = sample_get(self);
     sample_refresh(v);
-    return v->live || !v->freed_gc ? Qnil : SIZET2NUM(v->freed_gc);
+    return v;
+}
+
+/* The record as the view last saw it, for records.h's ages. */
+static struct sampling_record
+view_record(const struct sample_view *v)
+{
+    struct sampling_record rec = { 0 };
+    rec.sample = v->sample;
+    rec.freed_gc = v->freed_gc;
+    rec.freed_bytes = v->freed_bytes;
+    rec.live_pos = v->live ? 0 : SAMPLING_NONE;
+    return rec;
 }
 
 static VALUE
+sample_freed_gc_m(VALUE self)
+{
+    struct sample_view *v = sample_refreshed(self);
+    return v->live || !v->freed_gc ? Qnil : SIZET2NUM(v->freed_gc);
+}
+
+/* every collection since allocation while it lives, those before the
+ * one that found it dead otherwise */
+static VALUE
 sample_age_m(VALUE self)
 {
-    struct sample_view *v = sample_get(self);
-    sample_refresh(v);
-    /* as sampling_record_age: every collection since allocation while it
-     * lives, those before the one that found it dead otherwise */
-    size_t allocated = v->sample.allocated_gc;
-    size_t last = v->live ? rb_gc_count() : (v->freed_gc ? v->freed_gc - 1 : allocated);
-    return SIZET2NUM(last > allocated ? last - allocated : 0);
+    struct sampling_record rec = view_record(sample_refreshed(self));
+    return SIZET2NUM(sampling_record_age(&rec, rb_gc_count()));
 }
 
 /* The allocation clock (stats[:total_allocated_bytes]) when it was
@@ -220,26 +237,21 @@ static VALUE sample_allocated_bytes_m(VALUE self) { return ULL2NUM(sample_get(se
 static VALUE
 sample_freed_bytes_m(VALUE self)
 {
-    struct sample_view *v = sample_get(self);
-    sample_refresh(v);
+    struct sample_view *v = sample_refreshed(self);
     return v->live || !v->freed_gc ? Qnil : ULL2NUM(v->freed_bytes);
 }
 
 static VALUE
 sample_age_bytes_m(VALUE self)
 {
-    struct sample_view *v = sample_get(self);
-    sample_refresh(v);
-    uint64_t end = v->live ? sampler_clock() : v->freed_gc ? v->freed_bytes : v->sample.allocated_bytes;
-    return ULL2NUM(end > v->sample.allocated_bytes ? end - v->sample.allocated_bytes : 0);
+    struct sampling_record rec = view_record(sample_refreshed(self));
+    return ULL2NUM(sampling_record_age_bytes(&rec, rec.live_pos == SAMPLING_NONE ? 0 : sampler_clock()));
 }
 
 static VALUE
 sample_old_p(VALUE self)
 {
-    struct sample_view *v = sample_get(self);
-    sample_refresh(v);
-    return v->old ? Qtrue : Qfalse;
+    return sample_refreshed(self)->old ? Qtrue : Qfalse;
 }
 
 static VALUE
