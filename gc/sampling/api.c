@@ -147,6 +147,7 @@ sampler_stats_m(VALUE self)
     rb_hash_aset(h, SYM("total_allocated_bytes"), ULL2NUM(s.total_allocated_bytes));
     rb_hash_aset(h, SYM("peak_live_bytes"), s.peak ? LL2NUM(llround(s.peak_live)) : Qnil);
     rb_hash_aset(h, SYM("peak_gc"), s.peak ? ULL2NUM(s.peak_gc) : Qnil);
+    rb_hash_aset(h, SYM("peak_lost"), ULL2NUM(s.peak_lost));
     rb_hash_aset(h, SYM("timeline_rows"), ULL2NUM(s.timeline_rows));
     uint64_t label_sets, label_sets_dropped;
     sampling_labels_stats(&label_sets, &label_sets_dropped);

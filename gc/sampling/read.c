@@ -149,17 +149,33 @@ read_inuse(struct read *rd, st_table *inuse)
 void
 read_peak(struct read *rd, st_table *by_site, struct site_values *other)
 {
-    const struct sampling_peak *peak = &sampler_timeline()->peak;
+    const struct sampling_records *r = sampler_records();
+    /* the members whose records are still here, by their sites */
+    for (size_t i = 0; i < r->used; i++) {
+        const struct sampling_record *rec = read_record(rd, i);
+        if (!rec || !sampling_record_in_peak(r, rec)) continue;
+        struct site_values *sv = values_at(by_site, (st_data_t)rec->stack);
+        sv->inuse_space += rec->sample.weight;
+        sv->inuse_objects += rec->sample.weight / rec->sample.size;
+    }
+    /* the others by their site ids; those of sites gone since, to other */
+    const struct sampling_peak_set *peak = &r->peak;
     st_table *by_id = st_init_numtable();
-    for (size_t i = 0; i < peak->n; i++) {
-        const struct sampling_peak_entry *e = &peak->entries[i];
+    for (size_t i = 0; i < peak->nspill; i++) {
+        const struct sampling_peak_entry *e = &peak->spill[i];
         struct site_values *sv = values_at(by_id, (st_data_t)e->site);
         sv->inuse_space += e->weight;
         sv->inuse_objects += e->weight / e->size;
     }
-    READ_SITES_FOREACH(rd, site) {
-        st_data_t key = (st_data_t)site->id, v;
-        if (st_delete(by_id, &key, &v)) st_insert(by_site, (st_data_t)site, v);
+    if (by_id->num_entries) {
+        READ_SITES_FOREACH(rd, site) {
+            st_data_t key = (st_data_t)site->id, v;
+            if (!st_delete(by_id, &key, &v)) continue;
+            struct site_values *sv = values_at(by_site, (st_data_t)site);
+            sv->inuse_space += ((struct site_values *)v)->inuse_space;
+            sv->inuse_objects += ((struct site_values *)v)->inuse_objects;
+            free((void *)v);
+        }
     }
     st_data_t key, v;
     while (st_shift(by_id, &key, &v)) {

@@ -95,10 +95,30 @@ dead_push(struct sampling_records *r, uint32_t index)
     return true;
 }
 
+/* A member of the peak's live set loses its record: what the peak needs
+ * of it stays in the spill. */
+static void
+peak_spill(struct sampling_records *r, const struct sampling_record *rec)
+{
+    struct sampling_peak_set *p = &r->peak;
+    if (p->nspill == p->spill_capacity) {
+        size_t capacity = doubled(p->spill_capacity);
+        struct sampling_peak_entry *spill = realloc(p->spill, capacity * sizeof(*spill));
+        if (!spill) {
+            p->lost++;
+            return;
+        }
+        p->spill = spill;
+        p->spill_capacity = capacity;
+    }
+    p->spill[p->nspill++] = (struct sampling_peak_entry){ rec->stack->id, rec->sample.weight, rec->sample.size };
+}
+
 static void
 release_slot(struct sampling_records *r, uint32_t index)
 {
     struct sampling_record *rec = &r->items[index];
+    if (sampling_record_in_peak(r, rec)) peak_spill(r, rec);
     sampling_site_unuse(&r->sites, rec->stack);
     rec->seq = 0;
     r->free_slots[r->nfree++] = index;
@@ -156,6 +176,7 @@ sampling_records_add(struct sampling_records *r, const struct sampling_sample_in
     rec->sample = in->sample;
     rec->freed_gc = 0;
     rec->freed_bytes = 0;
+    rec->death = 0;
     rec->old = 0;
     if (!live_push(r, in->obj, index)) {    /* (sets live_pos) */
         release_slot(r, index);
@@ -188,8 +209,9 @@ live_forget(struct sampling_records *r, const struct sampling_record *rec)
 /* A record's object died now (it has left live[]): its clocks, and its
  * life counted into its site (sites.h). */
 static inline void
-record_end_life(struct sampling_record *rec, struct sampling_now now)
+record_end_life(struct sampling_records *r, struct sampling_record *rec, struct sampling_now now)
 {
+    rec->death = r->deaths++;
     rec->freed_gc = now.gc;
     rec->freed_bytes = now.bytes;
     struct sampling_lifetimes *life = &rec->stack->life;
@@ -219,7 +241,7 @@ walk_dead(struct sampling_records *r, size_t i, struct sampling_now now)
     struct sampling_record *rec = &r->items[index];
     rec->live_pos = SAMPLING_NONE;
     live_forget(r, rec);
-    record_end_life(rec, now);
+    record_end_life(r, rec, now);
     if (!dead_push(r, index)) {
         /* No memory to queue it: forget the record instead. */
         release_slot(r, index);
@@ -321,9 +343,25 @@ sampling_records_end(struct sampling_records *r, uint32_t index, uint64_t seq, s
     struct sampling_record *rec = &r->items[index];
     if (rec->seq != seq || rec->live_pos == SAMPLING_NONE) return false;
     live_unlink(r, rec->live_pos);
-    record_end_life(rec, now);
+    record_end_life(r, rec, now);
     if (!dead_push(r, index)) release_slot(r, index);
     return true;
+}
+
+void
+sampling_records_mark_peak(struct sampling_records *r)
+{
+    r->peak.taken = true;
+    r->peak.seq = r->next_seq;
+    r->peak.deaths = r->deaths;
+    r->peak.nspill = 0;
+}
+
+void
+sampling_records_forget_peak(struct sampling_records *r)
+{
+    free(r->peak.spill);
+    memset(&r->peak, 0, sizeof(r->peak));
 }
 
 static int
@@ -396,6 +434,7 @@ sampling_records_free(struct sampling_records *r)
     free(r->free_slots);
     free(r->dead);
     free(r->live);
+    free(r->peak.spill);
     memset(r, 0, sizeof(*r));
 }
 

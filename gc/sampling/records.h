@@ -27,7 +27,9 @@
  * are censored, read from the live records when asked.  live_space[]
  * keeps the sum of the live records' weights, slots and malloc'd blocks
  * apart, moved by every add and every end: the live estimate at each
- * GC costs O(1).
+ * GC costs O(1).  Deaths are numbered (`death`), so that the live set of
+ * a past moment (the peak) is known from the records without a copy
+ * (struct sampling_peak_set).
  *
  * Reads (r->reading > 0) see a fixed set: no record is evicted and no site
  * folded meanwhile; a sample that would need either is dropped as a
@@ -74,6 +76,7 @@ struct sampling_record {
     struct sampling_sample sample;
     size_t freed_gc;        /* GC count of the collection that found it dead */
     uint64_t freed_bytes;   /* the allocation clock then */
+    uint64_t death;         /* the records' deaths count then: the order of deaths */
     uint32_t live_pos;      /* index in live[], SAMPLING_NONE once dead */
     uint8_t old;            /* promoted to the old generation */
 };
@@ -93,6 +96,27 @@ struct sampling_now {
 /* Kinds of live estimate: a Ruby object's slot, a malloc'd block. */
 enum { SAMPLING_LIVE_SLOT, SAMPLING_LIVE_MALLOC, SAMPLING_LIVE_KINDS };
 
+/* One record of the peak's live set whose record has gone since. */
+struct sampling_peak_entry {
+    uint64_t site;          /* its site's id (sites.h: never reused) */
+    double weight;
+    uint32_t size;
+};
+
+/* The live set at a chosen moment (the peak, timeline.h), kept without a
+ * copy: a record was live then iff it had been taken (seq < seq) and
+ * had not died (live now, or death >= deaths).  Marking the moment is
+ * O(1); a member whose record goes (eviction, a lower max, no memory)
+ * leaves its site id, weight and size in spill, so the set stays whole
+ * (spill holds at most the members: bounded by max). */
+struct sampling_peak_set {
+    bool taken;
+    uint64_t seq, deaths;
+    struct sampling_peak_entry *spill;
+    size_t nspill, spill_capacity;
+    uint64_t lost;          /* members that went with no memory to spill them */
+};
+
 struct sampling_records {
     size_t max;                         /* max_samples: records, and sites */
     struct sampling_record *items;      /* [used] */
@@ -105,6 +129,8 @@ struct sampling_records {
     size_t nlive, nold, live_capacity;
     double live_space[SAMPLING_LIVE_KINDS];     /* weights of the live records, by kind */
     size_t live_count[SAMPLING_LIVE_KINDS];     /* live records, by kind */
+    uint64_t deaths;                            /* records found dead or ended so far */
+    struct sampling_peak_set peak;              /* the live set at the peak */
     struct sampling_sites sites;        /* where they were taken (sites.h) */
     uint64_t next_seq;
     uint64_t dropped;                   /* samples not recorded (table full of live records, a read, no memory) */
@@ -197,6 +223,17 @@ sampling_record_age_bytes(const struct sampling_record *rec, uint64_t clock)
 {
     uint64_t end = rec->live_pos == SAMPLING_NONE ? rec->freed_bytes : clock;
     return end > rec->sample.allocated_bytes ? end - rec->sample.allocated_bytes : 0;
+}
+
+/* The live set now becomes the peak's (O(1)); forget_peak forgets it. */
+void sampling_records_mark_peak(struct sampling_records *r);
+void sampling_records_forget_peak(struct sampling_records *r);
+
+/* Whether a record in use was in the peak's live set. */
+static inline bool
+sampling_record_in_peak(const struct sampling_records *r, const struct sampling_record *rec)
+{
+    return r->peak.taken && rec->seq < r->peak.seq && (rec->live_pos != SAMPLING_NONE || rec->death >= r->peak.deaths);
 }
 
 /* Used records (live + dead). */

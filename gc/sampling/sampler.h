@@ -45,6 +45,7 @@ struct sampler_stats {
     bool peak;                                  /* a peak was seen (timeline.h) */
     uint64_t peak_gc;
     double peak_live;                           /* its estimate, slots + malloc'd bytes */
+    uint64_t peak_lost;                         /* records of its set lost (records.h) */
     uint64_t timeline_rows;
     size_t nheaps;
     struct sampler_heap_stats per_heap[SAMPLER_MAX_HEAPS];

@@ -603,6 +603,7 @@ end_counting(rb_objspace_t *objspace)
 static void
 sampler_after_fork(rb_objspace_t *objspace)
 {
+    sampling_records_forget_peak(&sampler.records);
     sampling_records_after_fork(&sampler.records);
     sampling_timeline_clear(&sampler.timeline);
     if (sampling_on) {
@@ -741,6 +742,7 @@ sampler_get_stats(struct sampler_stats *stats)
         stats->peak = peak->taken;
         stats->peak_gc = peak->at.gc;
         stats->peak_live = sampling_row_live(&peak->at);
+        stats->peak_lost = sampler.records.peak.lost;
         stats->timeline_rows = sampler.timeline.n;
     }
     RB_GC_VM_UNLOCK(lev);

@@ -35,29 +35,8 @@ row_append(struct sampling_timeline *t, const struct sampling_timeline_row *row)
     t->rows[t->n++] = *row;
 }
 
-/* A copy of the live set as the peak's; false (the old peak stays whole)
- * without memory. */
-static bool
-peak_copy(struct sampling_peak *peak, const struct sampling_records *r)
-{
-    if (r->nlive > peak->capacity) {
-        size_t capacity = peak->capacity ? peak->capacity : 1024;
-        while (capacity < r->nlive) capacity *= 2;
-        struct sampling_peak_entry *entries = realloc(peak->entries, capacity * sizeof(*entries));
-        if (!entries) return false;
-        peak->entries = entries;
-        peak->capacity = capacity;
-    }
-    for (size_t i = 0; i < r->nlive; i++) {
-        const struct sampling_record *rec = &r->items[r->live[i].record];
-        peak->entries[i] = (struct sampling_peak_entry){ rec->stack->id, rec->sample.weight, rec->sample.size };
-    }
-    peak->n = r->nlive;
-    return true;
-}
-
 void
-sampling_timeline_gc(struct sampling_timeline *t, const struct sampling_records *r, struct sampling_now now, bool major)
+sampling_timeline_gc(struct sampling_timeline *t, struct sampling_records *r, struct sampling_now now, bool major)
 {
     if (!t->stride) t->stride = 1;
     struct sampling_timeline_row row = {
@@ -71,10 +50,7 @@ sampling_timeline_gc(struct sampling_timeline *t, const struct sampling_records 
     row_append(t, &row);
     struct sampling_peak *peak = &t->peak;
     if (peak->taken && sampling_row_live(&row) <= sampling_row_live(&peak->at)) return;
-    if (!peak_copy(peak, r)) {
-        t->lost++;
-        return;
-    }
+    sampling_records_mark_peak(r);
     peak->at = row;
     peak->taken = true;
 }
@@ -92,6 +68,5 @@ void
 sampling_timeline_clear(struct sampling_timeline *t)
 {
     free(t->rows);
-    free(t->peak.entries);
     memset(t, 0, sizeof(*t));
 }

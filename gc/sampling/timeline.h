@@ -14,19 +14,21 @@
  *     and from then on one GC in `stride` (2, 4, ...) gets a row, so the
  *     rows always span the whole run at an even spacing;
  *   - if the estimate (slots + malloc'd bytes) is above the peak's, the
- *     peak becomes this GC: its row, and a copy of every live record's
- *     site id, weight and size.  O(live records), at a new peak only;
- *     bounded by the records (max_samples).  The copy keeps site ids,
- *     never pointers: a site folded later (sites.h) is no longer found,
- *     and a reader shows it as <other sites>.
+ *     peak becomes this GC: its row, and the live set now marked as the
+ *     peak's in the records (records.h, struct sampling_peak_set): O(1),
+ *     no copy.  The records say which of them were live then (taken
+ *     before it, dead after it, if at all); a member whose record goes
+ *     later leaves its site id, weight and size behind, so a reader sees
+ *     the whole set.  Ids, never pointers: a site folded later (sites.h)
+ *     is no longer found, and a reader shows it as <other sites>.
  *
  *          GC:   1    2    3    4    5    6
  *    estimate:  10   30   50   40   20   60
- *        peak:   1    2    3    3    3    6    (copied at 1, 2, 3, 6)
+ *        peak:   1    2    3    3    3    6    (marked at 1, 2, 3, 6)
  *
  * Memory comes from malloc only (it runs inside GC): nothing here
- * allocates a Ruby object.  When memory runs out a row or a peak copy is
- * skipped and counted (`lost`), never half-made.  No locking: the owner
+ * allocates a Ruby object.  When memory runs out a row is skipped and
+ * counted (`lost`).  No locking: the owner
  * serialises (the VM lock; readers keep GC off while they read).
  */
 #ifndef SAMPLING_TIMELINE_H
@@ -53,18 +55,10 @@ sampling_row_live(const struct sampling_timeline_row *row)
     return row->live_space[SAMPLING_LIVE_SLOT] + row->live_space[SAMPLING_LIVE_MALLOC];
 }
 
-/* One live record at the peak. */
-struct sampling_peak_entry {
-    uint64_t site;          /* its site's id (sites.h: never reused) */
-    double weight;
-    uint32_t size;
-};
-
+/* The peak's GC (its live set is in the records: records.h). */
 struct sampling_peak {
     bool taken;                             /* false: no GC seen yet */
-    struct sampling_timeline_row at;        /* the GC of the peak */
-    struct sampling_peak_entry *entries;    /* [n]: the live records then */
-    size_t n, capacity;
+    struct sampling_timeline_row at;
 };
 
 #define SAMPLING_TIMELINE_ROWS 4096
@@ -73,7 +67,7 @@ struct sampling_timeline {
     size_t n;
     uint64_t stride;                        /* a row every stride-th GC seen (1, 2, 4, ...) */
     uint64_t seen;                          /* GCs seen since clear */
-    uint64_t lost;                          /* rows or peaks skipped for want of memory */
+    uint64_t lost;                          /* rows skipped for want of memory */
     int64_t origin_ns, origin_real_ns;      /* CLOCK_MONOTONIC and CLOCK_REALTIME at its start (0: not begun) */
     struct sampling_peak peak;
 };
@@ -83,10 +77,10 @@ void sampling_timeline_begin(struct sampling_timeline *t);
 
 /* The end of a marking (after the liveness walk): a row, and the peak.
  * now: the GC count and the allocation clock of this GC. */
-void sampling_timeline_gc(struct sampling_timeline *t, const struct sampling_records *r, struct sampling_now now,
-                          bool major);
+void sampling_timeline_gc(struct sampling_timeline *t, struct sampling_records *r, struct sampling_now now, bool major);
 
-/* Forgets every row, the peak and the origin (clear, a forked child). */
+/* Forgets every row, the peak and the origin (clear, a forked child);
+ * the records' mark of the peak's set goes with sampling_records_forget_peak. */
 void sampling_timeline_clear(struct sampling_timeline *t);
 
 #endif

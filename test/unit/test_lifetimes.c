@@ -105,6 +105,15 @@ test_lives(void)
     sampling_records_free(&r);
 }
 
+/* records in use that were live at the peak */
+static size_t
+members(struct sampling_records *r)
+{
+    size_t n = 0;
+    SAMPLING_RECORDS_FOREACH(r, rec) n += sampling_record_in_peak(r, rec);
+    return n;
+}
+
 static void
 test_timeline(void)
 {
@@ -117,7 +126,7 @@ test_timeline(void)
      * peak, GC 3 site 1 dies and site 2 comes, smaller */
     add(&r, 8, 0, 100, 0, 0, false);
     sampling_timeline_gc(&t, &r, now(1, 100), false);
-    CHECK(t.peak.taken && t.peak.at.gc == 1 && t.peak.n == 1, "the first GC is the first peak");
+    CHECK(t.peak.taken && t.peak.at.gc == 1 && members(&r) == 1, "the first GC is the first peak");
     add(&r, 16, 1, 100, 1, 100, false);
     add(&r, 24, 1, 100, 1, 100, false);
     sampling_timeline_gc(&t, &r, now(2, 300), true);
@@ -127,14 +136,25 @@ test_timeline(void)
     sampling_timeline_gc(&t, &r, now(3, 400), false);
     CHECK(t.n == 3 && t.rows[1].major && !t.rows[2].major, "a row per GC, minor or major");
     CHECK(sampling_row_live(&t.rows[1]) == 300 && t.rows[2].live_samples == 2, "rows hold the estimate and the samples");
-    CHECK(t.peak.at.gc == 2 && sampling_row_live(&t.peak.at) == 300 && t.peak.n == 3, "the peak is GC 2's (gc %llu)",
+    CHECK(t.peak.at.gc == 2 && sampling_row_live(&t.peak.at) == 300 && members(&r) == 3, "the peak is GC 2's (gc %llu)",
           (unsigned long long)t.peak.at.gc);
     int site1 = 0, site2 = 0;
-    for (size_t i = 0; i < t.peak.n; i++) {
-        site1 += t.peak.entries[i].site == r.items[1].stack->id;
-        site2 += t.peak.entries[i].site == r.items[r.live[r.nlive - 1].record].stack->id;
+    const struct sampling_stack *later = r.items[r.live[r.nlive - 1].record].stack;
+    SAMPLING_RECORDS_FOREACH(&r, rec) {
+        site1 += sampling_record_in_peak(&r, rec) && rec->stack == r.items[1].stack;
+        site2 += sampling_record_in_peak(&r, rec) && rec->stack == later;
     }
-    CHECK(site1 == 2 && site2 == 0, "the peak holds the peak's sites, not the later one");
+    CHECK(site1 == 2 && site2 == 0, "the peak holds the peak's sites (dead since), not the later one");
+
+    /* members whose records go leave what the peak needs behind (their
+     * site is folded meanwhile: the id stays) */
+    uint64_t site1_id = r.items[1].stack->id;
+    sampling_records_set_max(&r, 2);
+    CHECK(members(&r) + r.peak.nspill == 3, "evicted members spill (%zu members, %zu spilled)", members(&r), r.peak.nspill);
+    double spilled = 0;
+    for (size_t i = 0; i < r.peak.nspill; i++) spilled += r.peak.spill[i].weight;
+    CHECK(spilled == 200 && r.peak.spill[0].site == site1_id && r.sites.folded == 1, "the spill has their weights and site ids");
+    sampling_records_set_max(&r, 100);
 
     /* bounded: past ROWS rows every other one goes, evenly */
     for (size_t gc = 4; gc < 4 + 3 * SAMPLING_TIMELINE_ROWS; gc++) sampling_timeline_gc(&t, &r, now(gc, gc * 100), false);
@@ -144,7 +164,8 @@ test_timeline(void)
     for (size_t i = 1; i < t.n; i++) even &= t.rows[i].gc - t.rows[i - 1].gc == t.stride;
     CHECK(even && t.rows[0].gc == 1, "rows span the whole run at one spacing");
     sampling_timeline_clear(&t);
-    CHECK(!t.peak.taken && t.n == 0 && !t.origin_ns, "clear forgets rows, peak and origin");
+    sampling_records_forget_peak(&r);
+    CHECK(!t.peak.taken && t.n == 0 && !t.origin_ns && members(&r) == 0, "clear forgets rows, peak and origin");
     sampling_records_free(&r);
 }
 
