@@ -235,7 +235,7 @@ static struct {
     /* per heap, since start or clear */
     size_t base_allocated[HEAP_COUNT];      /* total_allocated_objects at start */
     size_t moved[HEAP_COUNT];               /* compaction moves (counted as allocations by default.c) */
-    size_t moves[HEAP_COUNT];               /* the same since boot: the allocation clock's */
+    uint64_t moved_bytes;                   /* the same since boot, in slot bytes: the allocation clock's */
     size_t allocated_at_marks[HEAP_COUNT];  /* total_allocated_objects when marking ended */
     size_t stopped_allocated[HEAP_COUNT];   /* objects allocated while enabled, frozen at stop */
     uint64_t samples[HEAP_COUNT];
@@ -258,9 +258,10 @@ static inline size_t slot_bytes(size_t heap_idx);
 static uint64_t
 clock_bytes(const size_t totals[HEAP_COUNT])
 {
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < HEAP_COUNT; i++) bytes += (uint64_t)(totals[i] - sampler.moves[i]) * slot_bytes(i);
-    return bytes;
+    /* slot sizes are BASE_SLOT_SIZE << i (heap_slot_size): one multiply */
+    uint64_t slots = 0;
+    for (size_t i = 0; i < HEAP_COUNT; i++) slots += (uint64_t)totals[i] << i;
+    return slots * BASE_SLOT_SIZE - sampler.moved_bytes;
 }
 
 /* The clock from the heap counts alone (and the given cache's pending
@@ -288,6 +289,10 @@ sampler_now(rb_objspace_t *objspace, size_t gc_count)
 static void
 sampler_init(void)
 {
+    /* clock_bytes counts on it */
+    for (size_t i = 0; i < HEAP_COUNT; i++) {
+        if (slot_bytes(i) != BASE_SLOT_SIZE << i) rb_bug("sampling: heap %zu's slot size is not BASE_SLOT_SIZE << %zu", i, i);
+    }
     sampling_params_default(&sampler.params);
     sampling_records_init(&sampler.records, sampler.params.max_samples);
     malloc_init();
@@ -513,7 +518,7 @@ sampling_update_references(void *objspace_ptr)
     allocated_totals(objspace, totals);
     for (size_t i = 0; i < HEAP_COUNT; i++) {
         sampler.moved[i] += totals[i] - sampler.allocated_at_marks[i];
-        sampler.moves[i] += totals[i] - sampler.allocated_at_marks[i];
+        sampler.moved_bytes += (uint64_t)(totals[i] - sampler.allocated_at_marks[i]) * slot_bytes(i);
         sampler.allocated_at_marks[i] = totals[i];
     }
     sampling_records_update_references(&sampler.records, sampling_location, objspace);
