@@ -33,6 +33,9 @@ module SamplingTestHelper
     Sampler.stats[:heaps].to_h { |h| [h[:slot_size], h] }
   end
 
+  # Clears stale copies of references from the machine stack.
+  def scrub(depth = 50) = depth.zero? ? 0 : scrub(depth - 1) + 1
+
   # Every test leaves the heap consistent for the collector's own check,
   # with its sample points still cut into the free lists and again once
   # they are rejoined (it counts allocations and free slots: a sampled slot
@@ -84,6 +87,17 @@ module PprofHelper
       end
     end
     samples
+  end
+
+  # The profile's values summed by method: for each of names, the sum
+  # (one per sample type) of the samples with a frame "Class#name" on
+  # their stack; a name with none maps to nil.
+  def pprof_values_by_method(source, names)
+    samples = pprof_samples(source)
+    names.to_h do |name|
+      mine = samples.select { |s| s[:functions].any? { |f| f.end_with?("##{name}") } }
+      [name, mine.empty? ? nil : mine.map { |s| s[:values] }.transpose.map(&:sum)]
+    end
   end
 end
 

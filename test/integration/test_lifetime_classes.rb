@@ -19,16 +19,6 @@ class TestLifetimeClasses < Minitest::Test
   def long_site = $long = Array.new(N) { "long-lived string " * 2 }
   def promoted_site = $promoted = Array.new(N) { "promoted, dropped " * 2 }
 
-  def scrub(depth = 50) = depth.zero? ? 0 : scrub(depth - 1) + 1
-
-  def by_site(samples)
-    %w[short_site long_site promoted_site].to_h do |name|
-      mine = samples.select { |s| s[:functions].any? { |f| f.end_with?("##{name}") } }
-      assert_operator mine.size, :>=, 1, "#{name} is in the profile"
-      [name, mine.map { |s| s[:values] }.transpose.map(&:sum)]
-    end
-  end
-
   def test_each_site_is_in_its_class
     skip "go not installed" unless system("go version", out: File::NULL, err: File::NULL)
     GC.start
@@ -53,7 +43,8 @@ class TestLifetimeClasses < Minitest::Test
                       promoted_dead_space/bytes died_first_gc_space/bytes died_later_space/bytes heaptime/byte_MiB
                       inuse_heaptime/byte_MiB], types
       i = types.each_with_index.to_h { |t, j| [t[%r{\A[^/]+}], j] }
-      sites = by_site(pprof_samples(path))
+      sites = pprof_values_by_method(path, %w[short_site long_site promoted_site])
+      sites.each { |name, v| refute_nil v, "#{name} is in the profile" }
       sites.each do |name, v|
         warn format("%-14s alloc %8d died@1st %8d later %8d alive %8d promoted %8d prom.dead %8d", name, v[i["alloc_space"]],
                     v[i["died_first_gc_space"]], v[i["died_later_space"]], v[i["inuse_space"]], v[i["promoted_space"]],

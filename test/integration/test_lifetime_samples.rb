@@ -13,8 +13,6 @@ class TestLifetimeSamples < Minitest::Test
   def make_kept = $kept = Array.new(50) { |j| "kept-#{j}" * 3 }
   def make_dropped = 50.times { |j| "dropped-#{j}" * 3 }
 
-  def scrub(depth = 50) = depth.zero? ? 0 : scrub(depth - 1) + 1
-
   def of(samples, name)
     samples.select { |s| s.frames[0][2] == "String#*" && s.frames.any? { |f| f[2].end_with?("##{name}") } }
   end

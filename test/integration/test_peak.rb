@@ -15,8 +15,6 @@ class TestPeak < Minitest::Test
   def rise_b = $b = Array.new(N) { "phase b string" * 3 }
   def after_fall = $c = Array.new(N / 2) { "phase c string" * 3 }
 
-  def scrub(depth = 50) = depth.zero? ? 0 : scrub(depth - 1) + 1
-
   def test_peak_holds_the_peak_sites
     GC.start
     Sampler.start(interval: 4096, mode: :fixed, max_samples: 100_000)
@@ -48,12 +46,8 @@ class TestPeak < Minitest::Test
       raw = pprof("-raw", path)
       assert_match(%r{^inuse_objects/count inuse_space/bytes\[dflt\]$}, raw, "in-use sample types, inuse_space first")
       assert_match(/peak: GC #{peak_gc} /, raw, "the comment names the GC")
-      bytes = Hash.new(0)
-      pprof_samples(path).each do |s|
-        name = %w[rise_a rise_b after_fall].find { |n| s[:functions].any? { |f| f.end_with?("##{n}") } }
-        bytes[name] += s[:values][1]
-      end
-      [%w[rise_a], %w[rise_b]].each do |(site)|
+      bytes = pprof_values_by_method(path, %w[rise_a rise_b after_fall]).transform_values { |v| v ? v[1] : 0 }
+      %w[rise_a rise_b].each do |site|
         assert_in_delta N * 80, bytes[site], N * 80 * 0.05, "#{site}'s strings are in the peak"
       end
       assert_equal 0, bytes["after_fall"], "nothing allocated after the fall"

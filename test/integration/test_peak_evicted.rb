@@ -15,17 +15,6 @@ class TestPeakEvicted < Minitest::Test
   def rise_b = $b = Array.new(N) { "phase b string" * 3 }
   def garbage = 250_000.times { "garbage string" * 3 }
 
-  def scrub(depth = 50) = depth.zero? ? 0 : scrub(depth - 1) + 1
-
-  def peak_bytes
-    bytes = Hash.new(0)
-    pprof_samples(@path).each do |s|
-      name = %w[rise_a rise_b garbage].find { |n| s[:functions].any? { |f| f.end_with?("##{n}") } }
-      bytes[name] += s[:values][1]
-    end
-    bytes
-  end
-
   def test_peak_survives_eviction
     skip "go not installed" unless system("go version", out: File::NULL, err: File::NULL)
     GC.start
@@ -42,9 +31,9 @@ class TestPeakEvicted < Minitest::Test
     assert_operator Sampler.stats[:evicted], :>=, 2_000, "the peak's records were evicted"
     assert_equal peak_gc, Sampler.peak[:gc]
     Dir.mktmpdir do |dir|
-      @path = File.join(dir, "peak.pb.gz")
-      Sampler.write_pprof(@path, view: :peak)
-      bytes = peak_bytes
+      path = File.join(dir, "peak.pb.gz")
+      Sampler.write_pprof(path, view: :peak)
+      bytes = pprof_values_by_method(path, %w[rise_a rise_b garbage]).transform_values { |v| v ? v[1] : 0 }
       %w[rise_a rise_b].each { |site| assert_in_delta N * 80, bytes[site], N * 80 * 0.05, "#{site}'s strings are in the peak" }
       assert_equal 0, bytes["garbage"], "nothing allocated after the fall"
     end
