@@ -488,7 +488,7 @@ sampling_marks_finished(void *objspace_ptr)
     if (sampler.records.nlive) {
         sampling_records_check_liveness(&sampler.records, sampling_liveness, objspace, now, is_full_marking(objspace));
     }
-    /* the live estimate of this GC, and the peak (O(live) only at a new one) */
+    /* the live estimate of this GC, and the peak: O(1) (timeline.h) */
     if (sampling_on) sampling_timeline_gc(&sampler.timeline, &sampler.records, now, is_full_marking(objspace));
     /* Classes and code that die now: their sites are named while they can
      * still be read (nothing is swept before this returns). */
