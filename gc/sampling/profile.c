@@ -124,7 +124,8 @@ static void
 pprof_rounded_sample(struct pprof_build *b, const uint64_t *ids, uint32_t n, const double *v, size_t nvalues,
                      const struct pprof_label *labels, size_t nlabels)
 {
-    int64_t values[ALLOCATION_TYPES];
+    int64_t values[PPROF_MAX_VALUES];
+    if (nvalues > PPROF_MAX_VALUES) nvalues = PPROF_MAX_VALUES;
     bool any = false;
     for (size_t i = 0; i < nvalues; i++) any |= (values[i] = llround(v[i])) != 0;
     if (any) pprof_sample(b->p, ids, n, values, nvalues, labels, nlabels);
