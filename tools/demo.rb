@@ -6,7 +6,7 @@ files = Dir[File.join(src, "lib", "**", "*.rb")].sort
 abort "demo: no Ruby files under #{src}/lib" if files.empty?
 require "prism"
 
-Sampler.start(interval: 128 * 1024, mode: :poisson, seed: 1)
+Sampler.start(interval: 128 * 1024, mode: :poisson, seed: 1, malloc: true)
 t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
 # 1. Prism parses every file of Ruby's standard library; the last 200
@@ -44,11 +44,40 @@ puts
 Sampler.report($stdout, top: 8, by: :inuse_space)
 
 pprof = File.join(out, "demo.pb.gz")
+peak_pprof = File.join(out, "demo.peak.pb.gz")
 collapsed = File.join(out, "demo.collapsed.txt")
+timeline = File.join(out, "demo.timeline.csv")
 Sampler.write_pprof(pprof)
+Sampler.write_pprof(peak_pprof, view: :peak)
 Sampler.write_collapsed(collapsed)
+Sampler.write_timeline(timeline)
+
+# The gnuplot script tools/demo runs: live bytes per GC over time, slots
+# and malloc'd bytes, the peak marked.
+peak = Sampler.peak
+mib = ->(b) { (b / 1048576.0).round(2) }
+File.write(File.join(out, "demo.timeline.gp"), <<~GP)
+  set terminal pngcairo size 1000,500 font ",10"
+  set output "#{File.join(out, "demo.timeline.png")}"
+  set datafile separator ","
+  set title "Live heap per GC, estimated from the samples (#{Sampler.timeline.size} GCs)"
+  set xlabel "seconds since the sampler started"
+  set ylabel "estimated live MiB"
+  set key top right
+  set grid
+  set label 1 sprintf("peak: %.1f MiB at GC %d", #{mib.(peak[:live_bytes])}, #{peak[:gc]}) at #{peak[:seconds]}, #{mib.(peak[:live_bytes])} offset 1.5,0
+  plot "#{timeline}" every ::1 using 2:($4/1048576) with lines lw 2 title "live (slots + malloc)", \
+       "" every ::1 using 2:($5/1048576) with lines title "slots", \
+       "" every ::1 using 2:($6/1048576) with lines title "malloc'd", \
+       "-" using 1:2 with points pt 7 ps 1.5 lc rgb "red" title "peak"
+  #{peak[:seconds]},#{mib.(peak[:live_bytes])}
+  e
+GP
 puts
-puts "Wrote #{pprof} (pprof) and #{collapsed} (collapsed stacks). Open them with:"
+puts "Wrote #{pprof} (pprof), #{peak_pprof} (the live set at the peak), #{collapsed} (collapsed stacks)"
+puts "and #{timeline} (a row per GC). Open them with:"
 puts "  go tool pprof -http=localhost:8080 #{pprof}      # a browser UI (flame graph under View)"
 puts "  go tool pprof -top -sample_index=inuse_space #{pprof}"
+puts "  go tool pprof -top -sample_index=promoted_dead_space #{pprof}   # old-generation garbage by site"
+puts "  go tool pprof -top #{peak_pprof}                    # what the heap held at its peak"
 puts "  npx speedscope #{pprof}                            # or load #{collapsed}"

@@ -241,6 +241,16 @@ def callgrind_phase(dry: false)
   live = { "BENCH_KEEP_LIVE" => LIVE.to_s, "BENCH_GC_LOOPS" => GC_LOOPS.to_s, "BENCH_MAX_SAMPLES" => LIVE.to_s }
   jobs << callgrind_job("live-none", C["stopped"], MICRO, live)
   jobs << callgrind_job("live-sampled", cfg("live", "sampling, every object", "sampling", "sampler:1:fixed"), MICRO, live, annotate: true)
+  # the same with the sampler running (a timeline row and a peak check a
+  # GC); and the cost of a death: the kept objects dropped, one full GC
+  jobs << callgrind_job("live-running", cfg("live", "sampling, every object", "sampling", "sampler:1:fixed"), MICRO,
+                        live.merge("BENCH_KEEP_SAMPLING" => "1"), annotate: true)
+  grow = live.merge("BENCH_KEEP_SAMPLING" => "1", "BENCH_GROW" => "1", "BENCH_MAX_SAMPLES" => (2 * LIVE).to_s)
+  jobs << callgrind_job("live-growing-none", C["stopped"], MICRO, grow)
+  jobs << callgrind_job("live-growing", cfg("live", "sampling, every object", "sampling", "sampler:1:fixed"), MICRO, grow)
+  drop = live.merge("BENCH_DROP_LIVE" => "1")
+  jobs << callgrind_job("die-none", C["stopped"], MICRO, drop)
+  jobs << callgrind_job("die-sampled", cfg("live", "sampling, every object", "sampling", "sampler:1:fixed"), MICRO, drop)
   # binary_trees, reduced
   bt = { "BINARY_TREES_DEPTH" => CG_BT_DEPTH.to_s }
   %w[builtin default stopped s4k s32k s512k s4m n32k n512k trace].each do |k|
@@ -741,7 +751,10 @@ def liveness_data
     per_record: (l1[:ir] - l0[:ir]).to_f / GC_LOOPS / live,
     walk_per_record: f["sampling_marks_finished"].to_f / GC_LOOPS / [live, 1].max,
     mark_roots_per_gc: (f["sampling_mark_roots"].to_f / GC_LOOPS).round,
-    ratio: l1[:ir].to_f / l0[:ir] }
+    ratio: l1[:ir].to_f / l0[:ir],
+    running_per_record: (l2 = cg("live-running")) && (l2[:ir] - l0[:ir]).to_f / GC_LOOPS / live,
+    growing_per_record: (g0 = cg("live-growing-none")) && (l3 = cg("live-growing")) && (l3[:ir] - g0[:ir]).to_f / GC_LOOPS / live,
+    per_death: (d0 = cg("die-none")) && (d1 = cg("die-sampled")) && (d1[:ir] - d0[:ir]).to_f / live }
 end
 
 def bt_data
@@ -1043,6 +1056,19 @@ def render_liveness(d)
   md << "(`sampling_marks_finished`, inclusive) is #{d[:walk_per_record].round(1)} per GC per record; marking the distinct classes and frames "
   md << "(`sampling_mark_roots`) is #{num(d[:mark_roots_per_gc])} per GC in total. A minor GC of this heap costs "
   md << "#{num(d[:ir_none] / d[:loops])} instructions without samples, so #{num(d[:live])} live records add #{pct(d[:ratio])}.\n\n"
+  if d[:running_per_record]
+    md << "With the sampler running through the same GCs (each GC also appends a timeline row and checks the peak): "
+    md << "**#{d[:running_per_record].round(1)} per GC per live record**.\n\n"
+  end
+  if d[:growing_per_record]
+    md << "The same, one more object kept before each GC, so that every GC finds a new peak (a heap that grows at every GC), "
+    md << "against the same program unsampled: **#{d[:growing_per_record].round(1)} per GC per live record**.\n\n"
+  end
+  if d[:per_death]
+    md << "A death (the #{num(d[:live])} kept objects dropped, one full GC finding them dead, against the same program unsampled): "
+    md << "**#{d[:per_death].round(1)} instructions per dead record**, its lifetime counted into its site included.\n\n"
+  end
+  md
 end
 
 def render_bt(d)

@@ -31,6 +31,12 @@
 #                      Fiber storage (a Hash past 8 keys: an st_table)
 #   BENCH_KEEP_LIVE    keep this many sampled objects alive, then run
 #                      BENCH_GC_LOOPS minor GCs as the region (liveness cost)
+#   BENCH_KEEP_SAMPLING=1  the sampler keeps running through those GCs
+#                      (the timeline's row and peak check at every GC)
+#   BENCH_GROW=1       with it: one more object kept before each GC, so
+#                      every GC finds a new peak (the peak's copy)
+#   BENCH_DROP_LIVE=1  instead drop the kept objects and count the one
+#                      full GC that finds them dead (the cost of a death)
 
 ext_dir = ENV.fetch("BENCH_EXT_DIR")
 $LOAD_PATH.unshift(File.join(ext_dir, "callgrind_probe"), File.join(ext_dir, "newobj_sampler"))
@@ -80,12 +86,20 @@ if (keep = ENV["BENCH_KEEP_LIVE"])
   # runs), then count only the minor GCs.
   start&.call
   $kept = Array.new(Integer(keep)) { Object.new }
-  stop.call
+  stop.call unless ENV["BENCH_KEEP_SAMPLING"] == "1"
   GC.start
   loops = Integer(ENV.fetch("BENCH_GC_LOOPS", "20"))
   t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-  CallgrindProbe.collect { loops.times { GC.start(full_mark: false) } }
+  if ENV["BENCH_DROP_LIVE"] == "1"
+    $kept = nil
+    CallgrindProbe.collect { GC.start }
+  elsif ENV["BENCH_GROW"] == "1"
+    CallgrindProbe.collect { loops.times { $kept << Object.new; GC.start(full_mark: false) } }
+  else
+    CallgrindProbe.collect { loops.times { GC.start(full_mark: false) } }
+  end
   t1 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  stop.call
 else
   start&.call if defined?(start)
   t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "sampler.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -141,6 +142,13 @@ sampler_stats_m(VALUE self)
     rb_hash_aset(h, SYM("malloc_allocated_bytes"), ULL2NUM(s.malloc_allocated_bytes));
     rb_hash_aset(h, SYM("malloc_samples"), ULL2NUM(s.malloc_samples));
     rb_hash_aset(h, SYM("malloc_points"), ULL2NUM(s.malloc_points));
+    rb_hash_aset(h, SYM("live_slot_bytes"), LL2NUM(llround(s.live_space[SAMPLING_LIVE_SLOT])));
+    rb_hash_aset(h, SYM("live_malloc_bytes"), LL2NUM(llround(s.live_space[SAMPLING_LIVE_MALLOC])));
+    rb_hash_aset(h, SYM("total_allocated_bytes"), ULL2NUM(s.total_allocated_bytes));
+    rb_hash_aset(h, SYM("peak_live_bytes"), s.peak ? LL2NUM(llround(s.peak_live)) : Qnil);
+    rb_hash_aset(h, SYM("peak_gc"), s.peak ? ULL2NUM(s.peak_gc) : Qnil);
+    rb_hash_aset(h, SYM("peak_lost"), ULL2NUM(s.peak_lost));
+    rb_hash_aset(h, SYM("timeline_rows"), ULL2NUM(s.timeline_rows));
     uint64_t label_sets, label_sets_dropped;
     sampling_labels_stats(&label_sets, &label_sets_dropped);
     rb_hash_aset(h, SYM("label_sets"), ULL2NUM(label_sets));
@@ -201,6 +209,7 @@ sampling_api_init(void)
     sampling_define_report(mSampler);
     sampling_define_labels(mSampler);
     sampling_define_delta(mSampler);
+    sampling_define_timeline(mSampler);
 
     start_from_environment();
 }

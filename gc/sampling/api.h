@@ -17,6 +17,12 @@ void sampling_define_profile(VALUE mSampler);   /* profile.c */
 void sampling_define_report(VALUE mSampler);    /* report.c */
 void sampling_define_labels(VALUE mSampler);    /* labels_api.c */
 void sampling_define_delta(VALUE mSampler);     /* delta.c */
+void sampling_define_timeline(VALUE mSampler);  /* timeline_api.c */
+
+/* The timeline as CSV text, and where it goes beside a profile at exit
+ * (false: the name is too long) (timeline_api.c). */
+VALUE sampling_timeline_csv(void);
+bool sampling_timeline_path(const char *profile, char *out, size_t size);
 
 /* Label sets for readers (labels_api.c): a set as a frozen Hash of
  * frozen Strings (empty for 0), its pairs (labels.h; NULL for 0), and

@@ -319,7 +319,7 @@ malloc_apply_sample(void *ptr, const struct sampling_sample *sample, const struc
     struct malloc_block *b = ptr ? malloc_block_find(ptr) : NULL;
     if (!b) {
         /* freed before it was recorded: counted, and dead at once */
-        if (index != SAMPLING_NONE) sampling_records_end(&sampler.records, index, seq, gc_count);
+        if (index != SAMPLING_NONE) sampling_records_end(&sampler.records, index, seq, sampler_now(rb_gc_get_objspace(), gc_count));
         return;
     }
     b->record = index;
@@ -344,7 +344,7 @@ malloc_drain_locked(size_t gc_count)
             free(e->frames);
         }
         else {
-            sampling_records_end(&sampler.records, e->record, e->seq, gc_count);
+            sampling_records_end(&sampler.records, e->record, e->seq, sampler_now(rb_gc_get_objspace(), gc_count));
         }
     }
     malloc_nevents = 0;
@@ -406,7 +406,7 @@ malloc_forget_locked(rb_objspace_t *objspace, void *ptr, bool now)
     }
     else if (b->record != SAMPLING_NONE) {
         if (now) {
-            sampling_records_end(&sampler.records, b->record, b->seq, objspace->profile.count);
+            sampling_records_end(&sampler.records, b->record, b->seq, sampler_now(objspace, objspace->profile.count));
         }
         else {
             struct malloc_event e = { MALLOC_EVENT_END };
@@ -438,6 +438,7 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t size, uint64_t points
     e.ptr = ptr;
     e.sample.weight = sampling_weight(malloc_state.mode, malloc_state.interval, (size_t)size, points);
     e.sample.allocated_gc = objspace->profile.count;
+    e.sample.allocated_bytes = clock_now(objspace, NULL);
     e.sample.size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
     e.sample.heap = UINT8_MAX;
     e.capture = (struct sampling_capture){ sampling_hash_end(SAMPLING_HASH_START, 0, false), 0, false,

@@ -371,8 +371,8 @@ pprof_sample(struct pprof *p, const uint64_t *locations, size_t nlocations,
     /* Sample: 1 location_id (packed), 2 value (packed int64), 3 label { 1 key, 2 str } */
     struct buf m = { 0 };
     put_packed(&m, 1, locations, nlocations);
-    uint64_t v[8];
-    if (nvalues > 8) nvalues = 8;
+    uint64_t v[PPROF_MAX_VALUES];
+    if (nvalues > PPROF_MAX_VALUES) nvalues = PPROF_MAX_VALUES;
     for (size_t i = 0; i < nvalues; i++) v[i] = (uint64_t)values[i];
     /* values are always written, zeros included: their count must match the sample types */
     uint8_t tmp[10];

@@ -52,7 +52,9 @@ void pprof_comment(struct pprof *p, const char *comment);
 void pprof_default_sample_type(struct pprof *p, const char *type);
 void pprof_time(struct pprof *p, int64_t time_nanos, int64_t duration_nanos);
 
-/* One sample: locations innermost first, values in sample-type order. */
+/* One sample: locations innermost first, values in sample-type order
+ * (at most PPROF_MAX_VALUES; more are not written). */
+#define PPROF_MAX_VALUES 16
 void pprof_sample(struct pprof *p, const uint64_t *locations, size_t nlocations,
                   const int64_t *values, size_t nvalues,
                   const struct pprof_label *labels, size_t nlabels);

@@ -46,6 +46,7 @@ struct pprof_build {
     uint64_t key_class, key_type, key_memory;
     struct sampling_delta *delta;   /* alloc_* since its last read; NULL: since start */
     const char *default_type;       /* what readers show first */
+    int view;                       /* enum pprof_view */
     uint8_t *bytes;
     size_t len;
 };
@@ -91,16 +92,140 @@ pprof_set_labels(struct pprof *p, uint32_t id, struct pprof_label *out)
     return set->npairs;
 }
 
-/* One pprof sample, rounded once (rounding each record would bias the
- * counts by up to half an object a record). */
+/* The views of one profile (write_pprof's view:).  Each is a function
+ * of its own that names its sample types and writes its samples, inside
+ * the read pprof_build_body opened. */
+enum pprof_view { VIEW_ALLOCATIONS, VIEW_PEAK, VIEWS };
+static const char *const view_names[VIEWS] = { "allocations", "peak" };
+
+/* The sample types of the allocations view, in value order: the four
+ * of every heap profile, then what the samples' lives were (sites.h,
+ * struct sampling_lifetimes).  heaptime is bytes x MiB lived on the
+ * allocation clock (bytes x bytes would pass int64 in a long run). */
+static const char *const allocation_types[][2] = {
+    { "alloc_objects", "count" }, { "alloc_space", "bytes" }, { "inuse_objects", "count" }, { "inuse_space", "bytes" },
+    { "promoted_space", "bytes" }, { "promoted_dead_space", "bytes" },
+    { "died_first_gc_space", "bytes" }, { "died_later_space", "bytes" },
+    { "heaptime", "byte_MiB" }, { "inuse_heaptime", "byte_MiB" },
+};
+#define ALLOCATION_TYPES (sizeof(allocation_types) / sizeof(allocation_types[0]))
+_Static_assert(ALLOCATION_TYPES <= PPROF_MAX_VALUES, "every sample type is written");
+
+static void
+pprof_sample_types(struct pprof *p, const char *const (*types)[2], size_t n)
+{
+    for (size_t i = 0; i < n; i++) pprof_sample_type(p, types[i][0], types[i][1]);
+}
+
+/* One pprof sample with values rounded once (rounding each record would
+ * bias the counts by up to half an object a record); none when all are
+ * zero. */
+static void
+pprof_rounded_sample(struct pprof_build *b, const uint64_t *ids, uint32_t n, const double *v, size_t nvalues,
+                     const struct pprof_label *labels, size_t nlabels)
+{
+    int64_t values[PPROF_MAX_VALUES];
+    if (nvalues > PPROF_MAX_VALUES) nvalues = PPROF_MAX_VALUES;
+    bool any = false;
+    for (size_t i = 0; i < nvalues; i++) any |= (values[i] = llround(v[i])) != 0;
+    if (any) pprof_sample(b->p, ids, n, values, nvalues, labels, nlabels);
+}
+
 static void
 pprof_site_sample(struct pprof_build *b, const uint64_t *ids, uint32_t n, struct site_values sv,
                   const struct pprof_label *labels, size_t nlabels)
 {
-    int64_t values[4] = { llround(sv.alloc_objects), llround(sv.alloc_space), llround(sv.inuse_objects),
-                          llround(sv.inuse_space) };
-    if (!values[0] && !values[1] && !values[2] && !values[3]) return;
-    pprof_sample(b->p, ids, n, values, 4, labels, nlabels);
+    double died_later = 0;
+    for (int i = 1; i < SAMPLING_AGE_BUCKETS; i++) died_later += sv.life.died_space[i];
+    double values[ALLOCATION_TYPES] = { sv.alloc_objects, sv.alloc_space, sv.inuse_objects, sv.inuse_space,
+                                        sv.life.promoted_space, sv.life.promoted_dead_space, sv.life.died_space[0],
+                                        died_later, sv.life.heaptime / 1048576.0, sv.inuse_heaptime / 1048576.0 };
+    pprof_rounded_sample(b, ids, n, values, ALLOCATION_TYPES, labels, nlabels);
+}
+
+/* A site's string labels: type, memory, class, and its label set. */
+#define SITE_LABELS_MAX (3 + SAMPLING_LABELS_PAIRS)
+static size_t
+pprof_site_labels(struct pprof_build *b, const struct sampling_stack *site, const struct site_ids *s,
+                  struct pprof_label *labels)
+{
+    struct pprof *p = b->p;
+    size_t nlabels = 0;
+    labels[nlabels++] = (struct pprof_label){ b->key_type, pprof_cstring(p, read_type_name(site->kind.type)) };
+    labels[nlabels++] = (struct pprof_label){ b->key_memory, pprof_cstring(p, site->kind.type == SAMPLING_TYPE_MALLOC
+                                                                           ? "malloc" : "slot") };
+    if (s->klass) labels[nlabels++] = (struct pprof_label){ b->key_class, s->klass };
+    return nlabels + pprof_set_labels(p, site->labels, labels + nlabels);
+}
+
+/* view: :allocations (the default): every site, allocated and in use. */
+static void
+pprof_view_allocations(struct pprof_build *b)
+{
+    struct pprof *p = b->p;
+    pprof_sample_types(p, allocation_types, ALLOCATION_TYPES);
+    pprof_default_sample_type(p, b->default_type);
+    read_inuse(&b->read, b->inuse);
+    if (b->delta) sampling_delta_begin(b->delta);
+    READ_SITES_FOREACH(&b->read, site) {
+        const struct site_ids *s = (const struct site_ids *)read_site(&b->read, site, pprof_convert, b);
+        struct pprof_label labels[SITE_LABELS_MAX];
+        size_t nlabels = pprof_site_labels(b, site, s, labels);
+        struct site_values sv = read_site_values(site, b->inuse);
+        if (b->delta) sampling_delta_site(b->delta, site, &sv);
+        pprof_site_sample(b, s->ids, s->n, sv, labels, nlabels);
+    }
+    struct site_values other;
+    bool has_other = read_other_values(&other);
+    if (b->delta) has_other = sampling_delta_other(b->delta, &other);
+    if (has_other) {
+        uint64_t id = synthetic_location(p, READ_OTHER_SITES);
+        pprof_site_sample(b, &id, 1, other, NULL, 0);
+    }
+}
+
+/* view: :peak: the live set at the highest live estimate (timeline.h),
+ * in use at that GC, by site.  A site folded since shows as <other
+ * sites>. */
+static void
+pprof_view_peak(struct pprof_build *b)
+{
+    static const char *const types[][2] = { { "inuse_objects", "count" }, { "inuse_space", "bytes" } };
+    struct pprof *p = b->p;
+    pprof_sample_types(p, types, 2);
+    pprof_default_sample_type(p, "inuse_space");
+    const struct sampling_peak *peak = &sampler_timeline()->peak;
+    char comment[256];
+    if (peak->taken) {
+        snprintf(comment, sizeof(comment), "peak: GC %llu (%s), estimated %.0f bytes live (slots %.0f, malloc %.0f), "
+                 "%u live samples", (unsigned long long)peak->at.gc, peak->at.major ? "major" : "minor",
+                 sampling_row_live(&peak->at), peak->at.live_space[SAMPLING_LIVE_SLOT],
+                 peak->at.live_space[SAMPLING_LIVE_MALLOC], peak->at.live_samples);
+        const struct sampling_timeline *t = sampler_timeline();
+        pprof_time(p, t->origin_real_ns + (peak->at.time_ns - t->origin_ns), 0);
+    }
+    else {
+        snprintf(comment, sizeof(comment), "peak: no GC seen since the sampler started");
+    }
+    pprof_comment(p, comment);
+    struct site_values other = { 0 };
+    read_peak(&b->read, b->inuse, &other);
+    READ_SITES_FOREACH(&b->read, site) {
+        st_data_t v;
+        if (!st_lookup(b->inuse, (st_data_t)site, &v)) continue;
+        const struct site_values *sv = (const struct site_values *)v;
+        const struct site_ids *s = (const struct site_ids *)read_site(&b->read, site, pprof_convert, b);
+        struct pprof_label labels[SITE_LABELS_MAX];
+        size_t nlabels = pprof_site_labels(b, site, s, labels);
+        double values[2] = { sv->inuse_objects, sv->inuse_space };
+        pprof_rounded_sample(b, s->ids, s->n, values, 2, labels, nlabels);
+    }
+    /* sites folded since the peak */
+    if (other.inuse_space > 0) {
+        double values[2] = { other.inuse_objects, other.inuse_space };
+        uint64_t id = synthetic_location(p, READ_OTHER_SITES);
+        pprof_rounded_sample(b, &id, 1, values, 2, NULL, 0);
+    }
 }
 
 static VALUE
@@ -109,12 +234,7 @@ pprof_build_body(VALUE arg)
     struct pprof_build *b = (struct pprof_build *)arg;
     const struct sampling_params *params = sampler_params();
     struct pprof *p = b->p;
-    pprof_sample_type(p, "alloc_objects", "count");
-    pprof_sample_type(p, "alloc_space", "bytes");
-    pprof_sample_type(p, "inuse_objects", "count");
-    pprof_sample_type(p, "inuse_space", "bytes");
     pprof_period(p, "space", "bytes", (int64_t)params->interval);
-    pprof_default_sample_type(p, b->default_type);
     b->key_class = pprof_cstring(p, "class");
     b->key_type = pprof_cstring(p, "type");
     b->key_memory = pprof_cstring(p, "memory");
@@ -122,9 +242,9 @@ pprof_build_body(VALUE arg)
     read_begin(&b->read);
     const struct sampling_records *r = sampler_records();
     char comment[256];
-    snprintf(comment, sizeof(comment), "sampling GC: mode=%s interval=%llu depth=%u",
+    snprintf(comment, sizeof(comment), "sampling GC: mode=%s interval=%llu depth=%u view=%s",
              params->mode == SAMPLING_MODE_FIXED ? "fixed" : "poisson",
-             (unsigned long long)params->interval, params->depth);
+             (unsigned long long)params->interval, params->depth, view_names[b->view]);
     pprof_comment(p, comment);
     if (r->evicted || r->dropped || r->sites.folded) {
         /* totals stay exact; in-use covers the records kept */
@@ -137,27 +257,9 @@ pprof_build_body(VALUE arg)
     clock_gettime(CLOCK_REALTIME, &ts);
     pprof_time(p, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, 0);
 
-    read_inuse(&b->read, b->inuse);
-    if (b->delta) sampling_delta_begin(b->delta);
-    READ_SITES_FOREACH(&b->read, site) {
-        const struct site_ids *s = (const struct site_ids *)read_site(&b->read, site, pprof_convert, b);
-        struct pprof_label labels[3 + SAMPLING_LABELS_PAIRS];
-        size_t nlabels = 0;
-        labels[nlabels++] = (struct pprof_label){ b->key_type, pprof_cstring(p, read_type_name(site->kind.type)) };
-        labels[nlabels++] = (struct pprof_label){ b->key_memory, pprof_cstring(p, site->kind.type == SAMPLING_TYPE_MALLOC
-                                                                               ? "malloc" : "slot") };
-        if (s->klass) labels[nlabels++] = (struct pprof_label){ b->key_class, s->klass };
-        nlabels += pprof_set_labels(p, site->labels, labels + nlabels);
-        struct site_values sv = read_site_values(site, b->inuse);
-        if (b->delta) sampling_delta_site(b->delta, site, &sv);
-        pprof_site_sample(b, s->ids, s->n, sv, labels, nlabels);
-    }
-    struct site_values other;
-    bool has_other = read_other_values(&other);
-    if (b->delta) has_other = sampling_delta_other(b->delta, &other);
-    if (has_other) {
-        uint64_t id = synthetic_location(p, READ_OTHER_SITES);
-        pprof_site_sample(b, &id, 1, other, NULL, 0);
+    switch (b->view) {
+      case VIEW_PEAK: pprof_view_peak(b); break;
+      default: pprof_view_allocations(b); break;
     }
     if (!pprof_finish(p, true, &b->bytes, &b->len)) rb_memerror();
     return Qnil;
@@ -176,13 +278,13 @@ pprof_build_ensure(VALUE arg)
 
 /* The profile as a binary String (gzip-compressed pprof); with a delta,
  * alloc_* count what was allocated since its last read (which this read
- * becomes), inuse_* stay a snapshot. */
+ * becomes), inuse_* and the lifetimes stay a snapshot. */
 static VALUE
-pprof_bytes(struct sampling_delta *delta, const char *default_type)
+pprof_bytes(struct sampling_delta *delta, const char *default_type, enum pprof_view view)
 {
     struct pprof *p = pprof_new();
     if (!p) rb_memerror();
-    struct pprof_build b = { READ_INIT, st_init_numtable(), p, 0, 0, 0, delta, default_type, NULL, 0 };
+    struct pprof_build b = { READ_INIT, st_init_numtable(), p, 0, 0, 0, delta, default_type, view, NULL, 0 };
     rb_ensure(pprof_build_body, (VALUE)&b, pprof_build_ensure, (VALUE)&b);
     VALUE str = rb_str_new((const char *)b.bytes, (long)b.len);
     free(b.bytes);
@@ -192,7 +294,19 @@ pprof_bytes(struct sampling_delta *delta, const char *default_type)
 VALUE
 sampling_pprof_bytes(struct sampling_delta *delta)
 {
-    return pprof_bytes(delta, "alloc_space");
+    return pprof_bytes(delta, "alloc_space", VIEW_ALLOCATIONS);
+}
+
+/* view: :allocations (the default) or :peak; ArgumentError naming view
+ * otherwise. */
+static enum pprof_view
+view_arg(VALUE view)
+{
+    if (view == Qundef) return VIEW_ALLOCATIONS;
+    for (int i = 0; i < VIEWS; i++) {
+        if (view == ID2SYM(rb_intern(view_names[i]))) return (enum pprof_view)i;
+    }
+    rb_raise(rb_eArgError, "view must be :allocations or :peak (got %"PRIsVALUE")", rb_inspect(view));
 }
 
 /* Writes bytes to path_or_io: an IO (anything with #write, even one that
@@ -222,33 +336,46 @@ sampling_check_destination(VALUE dest, const char *argname)
         rb_raise(rb_eArgError, "%s must be a path (String, Pathname) or an IO (got %"PRIsVALUE")", argname, rb_inspect(dest));
 }
 
-/* pprof(default_sample_type: "alloc_space") => the profile as a String
- * (what write_pprof writes); the Rack middleware's heap route makes
- * readers show inuse_space first, as Go's heap profiles do. */
+/* pprof(default_sample_type: "alloc_space", view: :allocations) => the
+ * profile as a String (what write_pprof writes); the Rack middleware's
+ * heap route makes readers show inuse_space first, as Go's heap profiles
+ * do.  Every argument is checked before anything is read. */
 static VALUE
 sampler_pprof_m(int argc, VALUE *argv, VALUE self)
 {
     static const char *const types[] = { "alloc_objects", "alloc_space", "inuse_objects", "inuse_space" };
-    VALUE opts = Qnil, type = Qundef;
+    VALUE opts = Qnil, values[2] = { Qundef, Qundef };
     rb_scan_args(argc, argv, "0:", &opts);
     if (!NIL_P(opts)) {
-        ID key = rb_intern("default_sample_type");
-        rb_get_kwargs(opts, &key, 0, 1, &type);
+        ID keys[2] = { rb_intern("default_sample_type"), rb_intern("view") };
+        rb_get_kwargs(opts, keys, 0, 2, values);
     }
-    if (type == Qundef) return sampling_pprof_bytes(NULL);
+    VALUE type = values[0];
+    enum pprof_view view = view_arg(values[1]);
+    if (type == Qundef) return pprof_bytes(NULL, view == VIEW_PEAK ? "inuse_space" : "alloc_space", view);
     VALUE name = RB_SYMBOL_P(type) ? rb_sym2str(type) : type;
-    for (size_t i = 0; RB_TYPE_P(name, T_STRING) && i < sizeof(types) / sizeof(types[0]); i++) {
-        if (strcmp(StringValueCStr(name), types[i]) == 0) return pprof_bytes(NULL, types[i]);
+    for (size_t i = 0; view == VIEW_ALLOCATIONS && RB_TYPE_P(name, T_STRING) && i < sizeof(types) / sizeof(types[0]); i++) {
+        if (strcmp(StringValueCStr(name), types[i]) == 0) return pprof_bytes(NULL, types[i], view);
     }
-    rb_raise(rb_eArgError, "default_sample_type must be alloc_objects, alloc_space, inuse_objects or inuse_space (got %"PRIsVALUE")",
-             rb_inspect(type));
+    if (view == VIEW_PEAK && RB_TYPE_P(name, T_STRING) && strcmp(StringValueCStr(name), "inuse_space") == 0)
+        return pprof_bytes(NULL, "inuse_space", view);
+    rb_raise(rb_eArgError, "default_sample_type must be alloc_objects, alloc_space, inuse_objects or inuse_space "
+             "(inuse_space with view: :peak) (got %"PRIsVALUE")", rb_inspect(type));
 }
 
+/* write_pprof(path_or_io, view: :allocations) */
 static VALUE
-sampler_write_pprof_m(VALUE self, VALUE dest)
+sampler_write_pprof_m(int argc, VALUE *argv, VALUE self)
 {
+    VALUE dest, opts = Qnil, view = Qundef;
+    rb_scan_args(argc, argv, "1:", &dest, &opts);
+    if (!NIL_P(opts)) {
+        ID key = rb_intern("view");
+        rb_get_kwargs(opts, &key, 0, 1, &view);
+    }
+    enum pprof_view v = view_arg(view);
     sampling_check_destination(dest, "path_or_io");
-    return sampling_write_out(dest, sampling_pprof_bytes(NULL), "path_or_io");
+    return sampling_write_out(dest, pprof_bytes(NULL, v == VIEW_PEAK ? "inuse_space" : "alloc_space", v), "path_or_io");
 }
 
 /* RUBY_GC_SAMPLING's out=: the profile at exit, %p the pid (resolved
@@ -259,7 +386,13 @@ sampler_write_pprof_m(VALUE self, VALUE dest)
 static VALUE
 write_at_exit_write(RB_BLOCK_CALL_FUNC_ARGLIST(unused, path))
 {
-    return sampling_write_out(path, sampling_pprof_bytes(NULL), "out");
+    VALUE written = sampling_write_out(path, sampling_pprof_bytes(NULL), "out");
+    /* the timeline beside it (timeline_api.c) */
+    char csv[SAMPLING_OUT_MAX + 64];
+    if (sampling_timeline_path(StringValueCStr(path), csv, sizeof(csv))) {
+        sampling_write_out(rb_str_new_cstr(csv), sampling_timeline_csv(), "out");
+    }
+    return written;
 }
 
 static VALUE
@@ -300,6 +433,6 @@ sampling_write_at_exit(void)
 void
 sampling_define_profile(VALUE mSampler)
 {
-    rb_define_singleton_method(mSampler, "write_pprof", sampler_write_pprof_m, 1);
+    rb_define_singleton_method(mSampler, "write_pprof", sampler_write_pprof_m, -1);
     rb_define_singleton_method(mSampler, "pprof", sampler_pprof_m, -1);
 }

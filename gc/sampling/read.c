@@ -98,7 +98,7 @@ bool
 read_other_values(struct site_values *sv)
 {
     const struct sampling_sites *sites = &sampler_records()->sites;
-    *sv = (struct site_values){ sites->other_space, sites->other_objects, 0, 0 };
+    *sv = (struct site_values){ sites->other_space, sites->other_objects, 0, 0, 0, sites->other_life };
     return sites->other_space > 0;
 }
 
@@ -116,34 +116,85 @@ read_frames(const struct sampling_names *names)
     return rb_ary_freeze(frames);
 }
 
+/* inuse_* of the values at key in table (made when new) */
+static struct site_values *
+values_at(st_table *table, st_data_t key)
+{
+    st_data_t v;
+    if (!st_lookup(table, key, &v)) {
+        v = (st_data_t)calloc(1, sizeof(struct site_values));
+        if (!v) rb_memerror();
+        st_insert(table, key, v);
+    }
+    return (struct site_values *)v;
+}
+
 /* In-use totals per site (site -> malloc'd struct site_values), from the
  * live records the read sees. */
 void
 read_inuse(struct read *rd, st_table *inuse)
 {
     const struct sampling_records *r = sampler_records();
+    uint64_t clock = sampler_clock();
     for (size_t i = 0; i < r->nlive; i++) {
         const struct sampling_record *rec = read_record(rd, r->live[i].record);
         if (!rec) continue;
-        st_data_t v;
-        if (!st_lookup(inuse, (st_data_t)rec->stack, &v)) {
-            v = (st_data_t)calloc(1, sizeof(struct site_values));
-            if (!v) rb_memerror();
-            st_insert(inuse, (st_data_t)rec->stack, v);
-        }
-        ((struct site_values *)v)->inuse_space += rec->sample.weight;
-        ((struct site_values *)v)->inuse_objects += rec->sample.weight / rec->sample.size;
+        struct site_values *sv = values_at(inuse, (st_data_t)rec->stack);
+        sv->inuse_space += rec->sample.weight;
+        sv->inuse_objects += rec->sample.weight / rec->sample.size;
+        sv->inuse_heaptime += rec->sample.weight * (double)sampling_record_age_bytes(rec, clock);
     }
+}
+
+void
+read_peak(struct read *rd, st_table *by_site, struct site_values *other)
+{
+    const struct sampling_records *r = sampler_records();
+    /* the members whose records are still here, by their sites */
+    for (size_t i = 0; i < r->used; i++) {
+        const struct sampling_record *rec = read_record(rd, i);
+        if (!rec || !sampling_record_in_peak(r, rec)) continue;
+        struct site_values *sv = values_at(by_site, (st_data_t)rec->stack);
+        sv->inuse_space += rec->sample.weight;
+        sv->inuse_objects += rec->sample.weight / rec->sample.size;
+    }
+    /* the others by their site ids; those of sites gone since, to other */
+    const struct sampling_peak_set *peak = &r->peak;
+    st_table *by_id = st_init_numtable();
+    for (size_t i = 0; i < peak->nspill; i++) {
+        const struct sampling_peak_entry *e = &peak->spill[i];
+        struct site_values *sv = values_at(by_id, (st_data_t)e->site);
+        sv->inuse_space += e->weight;
+        sv->inuse_objects += e->weight / e->size;
+    }
+    if (by_id->num_entries) {
+        READ_SITES_FOREACH(rd, site) {
+            st_data_t key = (st_data_t)site->id, v;
+            if (!st_delete(by_id, &key, &v)) continue;
+            struct site_values *sv = values_at(by_site, (st_data_t)site);
+            sv->inuse_space += ((struct site_values *)v)->inuse_space;
+            sv->inuse_objects += ((struct site_values *)v)->inuse_objects;
+            free((void *)v);
+        }
+    }
+    st_data_t key, v;
+    while (st_shift(by_id, &key, &v)) {
+        other->inuse_space += ((struct site_values *)v)->inuse_space;
+        other->inuse_objects += ((struct site_values *)v)->inuse_objects;
+        free((void *)v);
+    }
+    st_free_table(by_id);
 }
 
 struct site_values
 read_site_values(const struct sampling_stack *site, st_table *inuse)
 {
-    struct site_values sv = { site->alloc_space, site->alloc_objects, 0, 0 };
+    struct site_values sv = { site->alloc_space, site->alloc_objects, 0, 0, 0, site->life };
     st_data_t v;
     if (st_lookup(inuse, (st_data_t)site, &v)) {
         sv.inuse_space = ((struct site_values *)v)->inuse_space;
         sv.inuse_objects = ((struct site_values *)v)->inuse_objects;
+        sv.inuse_heaptime = ((struct site_values *)v)->inuse_heaptime;
     }
     return sv;
 }

@@ -63,14 +63,23 @@ VALUE read_synthetic_frames(const char *name);
  * and in-use totals of its live records (which the read sees). */
 struct site_values {
     double alloc_space, alloc_objects, inuse_space, inuse_objects;
+    double inuse_heaptime;              /* the live records' weight x bytes lived so far (censored) */
+    struct sampling_lifetimes life;     /* what its recorded samples did (sites.h) */
 };
 
 /* In-use totals per site (site -> malloc'd struct site_values), from the
- * live records the read sees; read_site_values gives a site's four
- * values; read_inuse_free frees the table. */
+ * live records the read sees; read_site_values gives a site's values
+ * (its totals, lifetimes and in-use values); read_inuse_free frees the
+ * table. */
 void read_inuse(struct read *rd, st_table *inuse);
 struct site_values read_site_values(const struct sampling_stack *site, st_table *inuse);
 void read_inuse_free(st_table *inuse);
+
+/* The live set at the peak (timeline.h), as read_inuse gives the live
+ * set now: site -> malloc'd struct site_values (inuse_* only) for the
+ * sites the read sees; what belongs to none of them (sites folded since
+ * the peak) is added to *other's inuse_*.  Freed by read_inuse_free. */
+void read_peak(struct read *rd, st_table *by_site, struct site_values *other);
 
 /* The totals of folded sites (and of samples no site could take): one
  * pseudo-site named READ_OTHER_SITES, with nothing in use; false when it

@@ -95,10 +95,30 @@ dead_push(struct sampling_records *r, uint32_t index)
     return true;
 }
 
+/* A member of the peak's live set loses its record: what the peak needs
+ * of it stays in the spill. */
+static void
+peak_spill(struct sampling_records *r, const struct sampling_record *rec)
+{
+    struct sampling_peak_set *p = &r->peak;
+    if (p->nspill == p->spill_capacity) {
+        size_t capacity = doubled(p->spill_capacity);
+        struct sampling_peak_entry *spill = realloc(p->spill, capacity * sizeof(*spill));
+        if (!spill) {
+            p->lost++;
+            return;
+        }
+        p->spill = spill;
+        p->spill_capacity = capacity;
+    }
+    p->spill[p->nspill++] = (struct sampling_peak_entry){ rec->stack->id, rec->sample.weight, rec->sample.size };
+}
+
 static void
 release_slot(struct sampling_records *r, uint32_t index)
 {
     struct sampling_record *rec = &r->items[index];
+    if (sampling_record_in_peak(r, rec)) peak_spill(r, rec);
     sampling_site_unuse(&r->sites, rec->stack);
     rec->seq = 0;
     r->free_slots[r->nfree++] = index;
@@ -155,11 +175,16 @@ sampling_records_add(struct sampling_records *r, const struct sampling_sample_in
     rec->stack = stack;
     rec->sample = in->sample;
     rec->freed_gc = 0;
+    rec->freed_bytes = 0;
+    rec->death = 0;
     rec->old = 0;
     if (!live_push(r, in->obj, index)) {    /* (sets live_pos) */
         release_slot(r, index);
         goto dropped;
     }
+    int kind = sampling_record_kind(rec);
+    r->live_space[kind] += rec->sample.weight;
+    r->live_count[kind]++;
     return index;
 
   give_back:
@@ -170,6 +195,32 @@ sampling_records_add(struct sampling_records *r, const struct sampling_sample_in
     return SAMPLING_NONE;
 }
 
+/* A record leaves live[]: the live estimate forgets its weight (and is
+ * exactly 0 once no record of the kind is left, so rounding never
+ * accumulates past an empty set). */
+static inline void
+live_forget(struct sampling_records *r, const struct sampling_record *rec)
+{
+    int kind = sampling_record_kind(rec);
+    r->live_space[kind] -= rec->sample.weight;
+    if (--r->live_count[kind] == 0) r->live_space[kind] = 0;
+}
+
+/* A record's object died now (it has left live[]): its clocks, and its
+ * life counted into its site (sites.h). */
+static inline void
+record_end_life(struct sampling_records *r, struct sampling_record *rec, struct sampling_now now)
+{
+    rec->death = r->deaths++;
+    rec->freed_gc = now.gc;
+    rec->freed_bytes = now.bytes;
+    struct sampling_lifetimes *life = &rec->stack->life;
+    double w = rec->sample.weight;
+    life->died_space[sampling_age_bucket(sampling_record_age(rec, now.gc))] += w;
+    if (rec->old) life->promoted_dead_space += w;
+    life->heaptime += w * (double)sampling_record_age_bytes(rec, now.bytes);
+}
+
 /* Moves live[from] to live[to], keeping its record's live_pos true. */
 static inline void
 live_move(struct sampling_records *r, size_t from, size_t to)
@@ -178,9 +229,40 @@ live_move(struct sampling_records *r, size_t from, size_t to)
     r->items[r->live[to].record].live_pos = (uint32_t)to;
 }
 
+/* The walk's dead branch, live[i] found dead: out of line, so that the
+ * walk stays small enough for the compiler to inline it with its
+ * liveness function (sampling.c), the survivors' path a few
+ * instructions a record. */
+static __attribute__((noinline)) void
+walk_dead(struct sampling_records *r, size_t i, struct sampling_now now)
+{
+    uint32_t index = r->live[i].record;
+    /* Dead: drop the reference now, before the sweep reuses the slot. */
+    struct sampling_record *rec = &r->items[index];
+    rec->live_pos = SAMPLING_NONE;
+    live_forget(r, rec);
+    record_end_life(r, rec, now);
+    if (!dead_push(r, index)) {
+        /* No memory to queue it: forget the record instead. */
+        release_slot(r, index);
+    }
+    /* Fill the hole with an entry not yet checked, keeping the old
+     * part contiguous: the last old entry fills an old hole, the last
+     * entry fills the old part's new end. */
+    if (i < r->nold) {
+        r->nold--;
+        if (i < r->nold) live_move(r, r->nold, i);
+        if (r->nold < r->nlive - 1) live_move(r, r->nlive - 1, r->nold);
+    }
+    else if (i < r->nlive - 1) {
+        live_move(r, r->nlive - 1, i);
+    }
+    r->nlive--;
+}
+
 void
 sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn *liveness,
-                                void *data, size_t gc_count, bool major)
+                                void *data, struct sampling_now now, bool major)
 {
     size_t i = major ? 0 : r->nold;
     while (i < r->nlive) {
@@ -188,11 +270,13 @@ sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn
         int state = liveness(l.obj, data);
         if (state == 2 && i >= r->nold) {
             /* promoted: swap into the old part (the young entry it
-             * displaces was checked already) */
-            r->items[l.record].old = 1;
+             * displaces was checked already); once in its life */
+            struct sampling_record *rec = &r->items[l.record];
+            rec->old = 1;
+            rec->stack->life.promoted_space += rec->sample.weight;
             live_move(r, r->nold, i);
             r->live[r->nold] = l;
-            r->items[l.record].live_pos = (uint32_t)r->nold;
+            rec->live_pos = (uint32_t)r->nold;
             r->nold++;
             i++;
             continue;
@@ -201,26 +285,7 @@ sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn
             i++;
             continue;
         }
-        /* Dead: drop the reference now, before the sweep reuses the slot. */
-        struct sampling_record *rec = &r->items[l.record];
-        rec->freed_gc = gc_count;
-        rec->live_pos = SAMPLING_NONE;
-        if (!dead_push(r, l.record)) {
-            /* No memory to queue it: forget the record instead. */
-            release_slot(r, l.record);
-        }
-        /* Fill the hole with an entry not yet checked, keeping the old
-         * part contiguous: the last old entry fills an old hole, the last
-         * entry fills the old part's new end. */
-        if (i < r->nold) {
-            r->nold--;
-            if (i < r->nold) live_move(r, r->nold, i);
-            if (r->nold < r->nlive - 1) live_move(r, r->nlive - 1, r->nold);
-        }
-        else if (i < r->nlive - 1) {
-            live_move(r, r->nlive - 1, i);
-        }
-        r->nlive--;
+        walk_dead(r, i, now);
     }
 }
 
@@ -258,6 +323,7 @@ live_unlink(struct sampling_records *r, size_t pos)
     if (pos < r->nlive - 1) live_move(r, r->nlive - 1, pos);
     r->nlive--;
     r->items[index].live_pos = SAMPLING_NONE;
+    live_forget(r, &r->items[index]);
     return index;
 }
 
@@ -271,15 +337,31 @@ live_drop(struct sampling_records *r, size_t pos)
 /* A record whose object the owner knows to be gone (a freed malloc'd
  * block, malloc.c): dead as if a marking had found it so. */
 bool
-sampling_records_end(struct sampling_records *r, uint32_t index, uint64_t seq, size_t gc_count)
+sampling_records_end(struct sampling_records *r, uint32_t index, uint64_t seq, struct sampling_now now)
 {
     if (index >= r->used) return false;
     struct sampling_record *rec = &r->items[index];
     if (rec->seq != seq || rec->live_pos == SAMPLING_NONE) return false;
     live_unlink(r, rec->live_pos);
-    rec->freed_gc = gc_count;
+    record_end_life(r, rec, now);
     if (!dead_push(r, index)) release_slot(r, index);
     return true;
+}
+
+void
+sampling_records_mark_peak(struct sampling_records *r)
+{
+    r->peak.taken = true;
+    r->peak.seq = r->next_seq;
+    r->peak.deaths = r->deaths;
+    r->peak.nspill = 0;
+}
+
+void
+sampling_records_forget_peak(struct sampling_records *r)
+{
+    free(r->peak.spill);
+    memset(&r->peak, 0, sizeof(r->peak));
 }
 
 static int
@@ -352,6 +434,7 @@ sampling_records_free(struct sampling_records *r)
     free(r->free_slots);
     free(r->dead);
     free(r->live);
+    free(r->peak.spill);
     memset(r, 0, sizeof(*r));
 }
 
@@ -373,6 +456,18 @@ sampling_records_verify(const struct sampling_records *r)
         if ((i < r->nold) != (r->items[r->live[i].record].old != 0)) return "live[] is not old-first";
     }
     if (dead != r->ndead) return "dead records != dead queue";
+    double space[SAMPLING_LIVE_KINDS] = { 0 };
+    size_t count[SAMPLING_LIVE_KINDS] = { 0 };
+    for (size_t i = 0; i < r->nlive; i++) {
+        const struct sampling_record *rec = &r->items[r->live[i].record];
+        space[sampling_record_kind(rec)] += rec->sample.weight;
+        count[sampling_record_kind(rec)]++;
+    }
+    for (int k = 0; k < SAMPLING_LIVE_KINDS; k++) {
+        if (count[k] != r->live_count[k]) return "live_count != live records of the kind";
+        double d = space[k] - r->live_space[k];
+        if (d > 1e-6 * space[k] + 1 || d < -(1e-6 * space[k] + 1)) return "live_space != weights of live records";
+    }
     for (size_t i = 0; i < r->ndead; i++) {
         uint32_t index = r->dead[dead_at(r, i)];
         if (!r->items[index].seq || r->items[index].live_pos != SAMPLING_NONE) return "dead queue holds a live or unused slot";

@@ -16,6 +16,21 @@
  * type, shared by the records taken there, with totals of every sample
  * (so evicting or dropping a record never changes a total).
  *
+ * Lifetimes.  A record carries two clocks at its allocation and at its
+ * death: the GC count and the allocation clock (struct sampling_now;
+ * sampling.c: slot bytes the process has allocated, which does not
+ * depend on when GCs run).  What a record does is counted into its site
+ * when it happens (sites.h, struct sampling_lifetimes): its promotion
+ * in the walk that finds it old, its death (age bucket, promoted or not,
+ * heaptime) in the walk that finds it dead or when its block is freed.
+ * A record that survives a walk costs that walk nothing more: survivors
+ * are censored, read from the live records when asked.  live_space[]
+ * keeps the sum of the live records' weights, slots and malloc'd blocks
+ * apart, moved by every add and every end: the live estimate at each
+ * GC costs O(1).  Deaths are numbered (`death`), so that the live set of
+ * a past moment (the peak) is known from the records without a copy
+ * (struct sampling_peak_set).
+ *
  * Reads (r->reading > 0) see a fixed set: no record is evicted and no site
  * folded meanwhile; a sample that would need either is dropped as a
  * record (its bytes still go to its site's totals), so a reader's own
@@ -27,6 +42,7 @@
  *   every dead record in use is in the dead queue exactly once
  *   used slots == nlive + dead records;  nlive + ndead + nfree == used high water
  *   the sites' refcounts add up to the records in use;  and sites.h's own
+ *   live_space[k] == the weights of the live records of kind k (to rounding)
  *
  * Memory comes from malloc only: nothing here allocates a Ruby object or
  * can start a GC.  No locking: CRuby calls in with the VM lock held.
@@ -49,6 +65,7 @@
 struct sampling_sample {
     double weight;          /* estimated bytes this sample stands for */
     size_t allocated_gc;    /* GC count when allocated */
+    uint64_t allocated_bytes;   /* the allocation clock when allocated */
     uint32_t size;          /* slot bytes */
     uint8_t heap;           /* heap index */
 };
@@ -58,6 +75,8 @@ struct sampling_record {
     struct sampling_stack *stack;   /* where, the class and the type */
     struct sampling_sample sample;
     size_t freed_gc;        /* GC count of the collection that found it dead */
+    uint64_t freed_bytes;   /* the allocation clock then */
+    uint64_t death;         /* the records' deaths count then: the order of deaths */
     uint32_t live_pos;      /* index in live[], SAMPLING_NONE once dead */
     uint8_t old;            /* promoted to the old generation */
 };
@@ -65,6 +84,37 @@ struct sampling_record {
 struct sampling_live {
     uintptr_t obj;
     uint32_t record;
+};
+
+/* The two clocks a lifetime is measured on: GC.count, and the allocation
+ * clock (bytes; the owner says which bytes). */
+struct sampling_now {
+    size_t gc;
+    uint64_t bytes;
+};
+
+/* Kinds of live estimate: a Ruby object's slot, a malloc'd block. */
+enum { SAMPLING_LIVE_SLOT, SAMPLING_LIVE_MALLOC, SAMPLING_LIVE_KINDS };
+
+/* One record of the peak's live set whose record has gone since. */
+struct sampling_peak_entry {
+    uint64_t site;          /* its site's id (sites.h: never reused) */
+    double weight;
+    uint32_t size;
+};
+
+/* The live set at a chosen moment (the peak, timeline.h), kept without a
+ * copy: a record was live then iff it had been taken (seq < seq) and
+ * had not died (live now, or death >= deaths).  Marking the moment is
+ * O(1); a member whose record goes (eviction, a lower max, no memory)
+ * leaves its site id, weight and size in spill, so the set stays whole
+ * (spill holds at most the members: bounded by max). */
+struct sampling_peak_set {
+    bool taken;
+    uint64_t seq, deaths;
+    struct sampling_peak_entry *spill;
+    size_t nspill, spill_capacity;
+    uint64_t lost;          /* members that went with no memory to spill them */
 };
 
 struct sampling_records {
@@ -77,6 +127,10 @@ struct sampling_records {
     size_t dead_head, ndead, dead_capacity;
     struct sampling_live *live;         /* [0, nold): promoted; [nold, nlive): young */
     size_t nlive, nold, live_capacity;
+    double live_space[SAMPLING_LIVE_KINDS];     /* weights of the live records, by kind */
+    size_t live_count[SAMPLING_LIVE_KINDS];     /* live records, by kind */
+    uint64_t deaths;                            /* records found dead or ended so far */
+    struct sampling_peak_set peak;              /* the live set at the peak */
     struct sampling_sites sites;        /* where they were taken (sites.h) */
     uint64_t next_seq;
     uint64_t dropped;                   /* samples not recorded (table full of live records, a read, no memory) */
@@ -98,7 +152,7 @@ void sampling_records_init(struct sampling_records *r, size_t max);
  * grows (a copy of megabytes inside an allocation).  Pages are touched as
  * records fill them.  False when memory runs out; the tables then grow as
  * before, as they do past the reserve. */
-#define SAMPLING_RESERVE_MAX ((size_t)1 << 20)     /* records: 80 MB */
+#define SAMPLING_RESERVE_MAX ((size_t)1 << 20)     /* records: 96 MB */
 bool sampling_records_reserve(struct sampling_records *r);
 
 /* Records a sample: its weight goes to its site's totals, and it gets a
@@ -107,13 +161,15 @@ bool sampling_records_reserve(struct sampling_records *r);
 uint32_t sampling_records_add(struct sampling_records *r, const struct sampling_sample_in *in);
 
 /* The end of a marking: asks `liveness` about live records' objects (0:
- * unmarked, dead; 1: marked; 2: marked and old).  Dead ones get freed_gc =
- * gc_count and lose their object; old ones move to the promoted part of
- * live[].  A minor marking (major false) asks about young records only:
- * it never frees an old object, so the promoted part costs it nothing. */
+ * unmarked, dead; 1: marked; 2: marked and old).  Dead ones get freed_gc
+ * and freed_bytes from now, lose their object, and count their death in
+ * their site; old ones move to the promoted part of live[] and count
+ * their promotion.  A minor marking (major false) asks about young
+ * records only: it never frees an old object, so the promoted part costs
+ * it nothing. */
 typedef int sampling_liveness_fn(uintptr_t obj, void *data);
 void sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn *liveness,
-                                     void *data, size_t gc_count, bool major);
+                                     void *data, struct sampling_now now, bool major);
 
 /* Collections a record's object has survived, given the current count:
  * every one since its allocation while it lives; those before the one
@@ -121,7 +177,7 @@ void sampling_records_check_liveness(struct sampling_records *r, sampling_livene
 static inline size_t
 sampling_record_age(const struct sampling_record *rec, size_t gc_count)
 {
-    size_t last = rec->live_pos == SAMPLING_NONE ? rec->freed_gc - 1 : gc_count;
+    size_t last = rec->live_pos != SAMPLING_NONE ? gc_count : rec->freed_gc ? rec->freed_gc - 1 : 0;
     return last > rec->sample.allocated_gc ? last - rec->sample.allocated_gc : 0;
 }
 
@@ -135,9 +191,9 @@ sampling_records_check_refs(struct sampling_records *r, sampling_ref_state_fn *s
 }
 
 /* Ends the live record at index if it still holds sample seq: it is
- * dead from now on, freed_gc = gc_count (malloc.c: a freed block).
- * Returns whether it did. */
-bool sampling_records_end(struct sampling_records *r, uint32_t index, uint64_t seq, size_t gc_count);
+ * dead from now on, as if a marking had found it so (malloc.c: a freed
+ * block).  Returns whether it did. */
+bool sampling_records_end(struct sampling_records *r, uint32_t index, uint64_t seq, struct sampling_now now);
 
 /* Compaction moved objects: every held reference k becomes location(k). */
 void sampling_records_update_references(struct sampling_records *r, sampling_location_fn *location, void *data);
@@ -152,6 +208,33 @@ void sampling_records_set_max(struct sampling_records *r, size_t max);
 
 /* The object of a live record, 0 if dead or `index` no longer holds seq. */
 uintptr_t sampling_records_object(const struct sampling_records *r, uint32_t index, uint64_t seq);
+
+/* The kind of live estimate a record counts in. */
+static inline int
+sampling_record_kind(const struct sampling_record *rec)
+{
+    return rec->stack->kind.type == SAMPLING_TYPE_MALLOC ? SAMPLING_LIVE_MALLOC : SAMPLING_LIVE_SLOT;
+}
+
+/* Bytes on the allocation clock a record's object lived (dead) or has
+ * lived so far (live: censored), given the clock now. */
+static inline uint64_t
+sampling_record_age_bytes(const struct sampling_record *rec, uint64_t clock)
+{
+    uint64_t end = rec->live_pos == SAMPLING_NONE ? rec->freed_bytes : clock;
+    return end > rec->sample.allocated_bytes ? end - rec->sample.allocated_bytes : 0;
+}
+
+/* The live set now becomes the peak's (O(1)); forget_peak forgets it. */
+void sampling_records_mark_peak(struct sampling_records *r);
+void sampling_records_forget_peak(struct sampling_records *r);
+
+/* Whether a record in use was in the peak's live set. */
+static inline bool
+sampling_record_in_peak(const struct sampling_records *r, const struct sampling_record *rec)
+{
+    return r->peak.taken && rec->seq < r->peak.seq && (rec->live_pos != SAMPLING_NONE || rec->death >= r->peak.deaths);
+}
 
 /* Used records (live + dead). */
 static inline size_t

@@ -13,12 +13,13 @@ struct totals {
     struct read read;
     st_table *inuse;
     VALUE result;
+    bool peak;      /* the live set at the peak (inuse_* only), not now */
 };
 
 static VALUE
 totals_row(VALUE frames, VALUE klass, VALUE type, VALUE imemo, struct site_values sv, VALUE ages, uint32_t labels)
 {
-    VALUE row = rb_ary_new_capa(10);
+    VALUE row = rb_ary_new_capa(11);
     rb_ary_push(row, frames);
     rb_ary_push(row, klass);
     rb_ary_push(row, type);
@@ -29,6 +30,15 @@ totals_row(VALUE frames, VALUE klass, VALUE type, VALUE imemo, struct site_value
     rb_ary_push(row, DBL2NUM(sv.inuse_objects));
     rb_ary_push(row, ages);
     rb_ary_push(row, sampling_labels_hash(labels));
+    /* lives: deaths by GCs survived (0, 1, 2-3, 4-7, 8-15, 16+), promoted,
+     * promoted then dead, heaptime of the dead and of the live */
+    VALUE life = rb_ary_new_capa(SAMPLING_AGE_BUCKETS + 4);
+    for (int i = 0; i < SAMPLING_AGE_BUCKETS; i++) rb_ary_push(life, DBL2NUM(sv.life.died_space[i]));
+    rb_ary_push(life, DBL2NUM(sv.life.promoted_space));
+    rb_ary_push(life, DBL2NUM(sv.life.promoted_dead_space));
+    rb_ary_push(life, DBL2NUM(sv.life.heaptime));
+    rb_ary_push(life, DBL2NUM(sv.inuse_heaptime));
+    rb_ary_push(row, life);
     return row;
 }
 
@@ -45,11 +55,38 @@ totals_convert(const struct sampling_names *names, void *arg)
     return (st_data_t)rb_ary_new_from_args(2, read_frames(names), (VALUE)class_name_convert(names, NULL));
 }
 
+/* The peak's rows: a row per site the peak's live set holds, in-use
+ * values only. */
+static VALUE
+peak_rows(struct totals *t)
+{
+    struct site_values other = { 0 };
+    read_peak(&t->read, t->inuse, &other);
+    VALUE rows = rb_ary_new();
+    READ_SITES_FOREACH(&t->read, site) {
+        st_data_t v;
+        if (!st_lookup(t->inuse, (st_data_t)site, &v)) continue;
+        struct site_values sv = { 0 };
+        sv.inuse_space = ((struct site_values *)v)->inuse_space;
+        sv.inuse_objects = ((struct site_values *)v)->inuse_objects;
+        VALUE pair = (VALUE)read_site(&t->read, site, totals_convert, NULL);
+        rb_ary_push(rows, totals_row(RARRAY_AREF(pair, 0), RARRAY_AREF(pair, 1), read_type_symbol(site->kind.type),
+                                     read_imemo_symbol(site->kind.type, site->kind.imemo_type), sv, rb_ary_new(),
+                                     site->labels));
+    }
+    if (other.inuse_space > 0) {
+        rb_ary_push(rows, totals_row(read_synthetic_frames(READ_OTHER_SITES), Qnil, Qnil, Qnil, other, rb_ary_new(), 0));
+    }
+    t->result = rows;
+    return rows;
+}
+
 static VALUE
 totals_body(VALUE arg)
 {
     struct totals *t = (struct totals *)arg;
     read_begin(&t->read);
+    if (t->peak) return peak_rows(t);
     read_inuse(&t->read, t->inuse);
     /* live ages per site */
     st_table *ages = st_init_numtable();
@@ -99,12 +136,22 @@ totals_ensure(VALUE arg)
 
 /* site_totals (private): one row per site, [frames, class name, type,
  * imemo type, alloc_space, alloc_objects, inuse_space, inuse_objects,
- * ages of its live samples, labels]; folded sites as one "<other sites>"
- * row. */
+ * ages of its live samples, labels, lives (totals_row)]; folded sites as
+ * one "<other sites>" row. */
 static VALUE
 sampler_site_totals_m(VALUE self)
 {
-    struct totals t = { READ_INIT, st_init_numtable(), rb_ary_new() };
+    struct totals t = { READ_INIT, st_init_numtable(), rb_ary_new(), false };
+    return rb_ensure(totals_body, (VALUE)&t, totals_ensure, (VALUE)&t);
+}
+
+/* peak_totals (private): site_totals' rows for the live set at the peak
+ * (timeline.h): in-use values only; sites folded since as "<other
+ * sites>". */
+static VALUE
+sampler_peak_totals_m(VALUE self)
+{
+    struct totals t = { READ_INIT, st_init_numtable(), rb_ary_new(), true };
     return rb_ensure(totals_body, (VALUE)&t, totals_ensure, (VALUE)&t);
 }
 
@@ -174,4 +221,5 @@ sampling_define_report(VALUE mSampler)
     rb_define_singleton_method(mSampler, "write_collapsed", sampler_write_collapsed_m, -1);
     rb_define_singleton_method(mSampler, "report", sampler_report_m, -1);
     rb_define_private_method(rb_singleton_class(mSampler), "site_totals", sampler_site_totals_m, 0);
+    rb_define_private_method(rb_singleton_class(mSampler), "peak_totals", sampler_peak_totals_m, 0);
 }

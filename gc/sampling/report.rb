@@ -14,11 +14,16 @@
 #   inuse_space    the part of alloc_space whose objects are still alive
 #   inuse_objects  the same in objects
 # In-use values (and ages) come from the records kept: with evictions or
-# drops they cover the records kept, and the report says so.
+# drops they cover the records kept, and the report says so.  Each row
+# also has the lives of its recorded samples (LIFE_INDEX): bytes dead by
+# GCs survived (LIFE_BUCKETS), promoted, promoted then dead, and heaptime
+# of the dead and of the live (bytes x allocation-clock bytes lived).
 module ObjectSpace::AllocationSampler
   VALUES = %i[alloc_space alloc_objects inuse_space inuse_objects].freeze
   # the index of each value in a site_totals row
   VALUE_INDEX = { alloc_space: 4, alloc_objects: 5, inuse_space: 6, inuse_objects: 7 }.freeze
+  LIFE_INDEX = 10
+  LIFE_BUCKETS = ["0", "1", "2-3", "4-7", "8-15", "16+"].freeze
 
   class << self
     private
@@ -53,14 +58,8 @@ module ObjectSpace::AllocationSampler
       unless io.respond_to?(:write)
         raise ArgumentError, "io must respond to write (got #{io.inspect})"
       end
-      sites = Hash.new { |h, k| h[k] = { alloc_space: 0.0, alloc_objects: 0.0, inuse_space: 0.0, inuse_objects: 0.0, ages: [] } }
       rows = site_totals
-      rows.each do |row|
-        frame = row[0].first
-        site = sites[[class_name(row), frame ? "#{frame[0]}:#{frame[1]}" : "?"]]
-        VALUES.each { |v| site[v] += row[VALUE_INDEX[v]] }
-        site[:ages].concat(row[8])
-      end
+      sites = by_place(rows)
       total = sites.sum { |_, h| h[by] }
       st = stats
       # the bytes column shows bytes of the same kind (allocated or in use)
@@ -85,8 +84,64 @@ module ObjectSpace::AllocationSampler
                         100.0 * live, median(h[:ages]), key[0], key[1]))
       end
       io.write("(no samples: start the sampler, or widen its interval)\n") if sites.empty?
+      report_lives(io, ranked)
+      report_peak(io, top)
       report_labels(io, rows, by, top)
       ranked.size
+    end
+
+    # Rows summed by place: [class, "file:line"] => values, ages, lives.
+    def by_place(rows)
+      sites = Hash.new do |h, k|
+        h[k] = { alloc_space: 0.0, alloc_objects: 0.0, inuse_space: 0.0, inuse_objects: 0.0, ages: [],
+                 life: Array.new(LIFE_BUCKETS.size + 4, 0.0) }
+      end
+      rows.each do |row|
+        frame = row[0].first
+        site = sites[[class_name(row), frame ? "#{frame[0]}:#{frame[1]}" : "?"]]
+        VALUES.each { |v| site[v] += row[VALUE_INDEX[v]] }
+        site[:ages].concat(row[8])
+        row[LIFE_INDEX].each_with_index { |x, i| site[:life][i] += x }
+      end
+      sites
+    end
+
+    # How the ranked sites' recorded samples lived: shares of their bytes
+    # that died in the first GC after allocation, died later, or are still
+    # alive (censored), what was promoted and what of it died, and the
+    # mean life of the dead on the allocation clock.
+    def report_lives(io, ranked)
+      return if ranked.empty?
+      n = LIFE_BUCKETS.size
+      io.write("\nLifetimes of the sites above (shares of their recorded bytes; alive ones are censored, not deaths):\n")
+      io.write(format("%4s %7s %7s %7s %10s %10s %11s  %-24s %s\n", "rank", "died@1st", "later", "alive", "promoted",
+                      "prom.dead", "mean life", "class", "site"))
+      ranked.each_with_index do |(key, h), i|
+        life = h[:life]
+        dead = life.first(n).sum
+        recorded = dead + h[:inuse_space]
+        share = ->(x) { recorded.zero? ? "-" : format("%.1f%%", 100.0 * x / recorded) }
+        mean = dead.zero? ? "-" : bytes(life[n + 2] / dead)
+        io.write(format("%4d %7s %7s %7s %10s %10s %11s  %-24s %s\n", i + 1, share.(life[0]), share.(dead - life[0]),
+                        share.(h[:inuse_space]), bytes(life[n]), bytes(life[n + 1]), mean, key[0], key[1]))
+      end
+    end
+
+    # The live set at the peak of the live estimate (peak_totals), by site.
+    def report_peak(io, top)
+      peak = self.peak or return
+      io.write(format("\nPeak: estimated %s live (slots %s, malloc'd %s) at GC %d (%s), %.2f s after start, %d samples live:\n",
+                      bytes(peak[:live_bytes]), bytes(peak[:live_slot_bytes]), bytes(peak[:live_malloc_bytes]), peak[:gc],
+                      peak[:major] ? "major" : "minor", peak[:seconds], peak[:live_samples]))
+      sites = by_place(peak_totals)
+      total = sites.sum { |_, h| h[:inuse_space] }
+      io.write(format("%4s %10s %6s %10s  %-24s %s\n", "rank", "bytes", "share", "objects", "class", "site"))
+      ranked = sites.sort_by { |key, h| [-h[:inuse_space], key] }
+      ranked = ranked.first(top) if top < ranked.size
+      ranked.each_with_index do |(key, h), i|
+        io.write(format("%4d %10s %5.1f%% %10d  %-24s %s\n", i + 1, bytes(h[:inuse_space]),
+                        total.zero? ? 0.0 : 100.0 * h[:inuse_space] / total, h[:inuse_objects].round, key[0], key[1]))
+      end
     end
 
     # With with_labels in use: the same totals grouped by label set.

@@ -32,7 +32,12 @@
  *         finds one live object too many and calls rb_bug);
  *       * a heap's allocations are its total plus every cache's pending
  *         count (SAMPLING_CACHE_PENDING), read, never flushed: flushing
- *         another Ractor's cache would race with its fast path.
+ *         another Ractor's cache would race with its fast path;
+ *       * the allocation clock (sampling.c, clock_now) at a sample adds
+ *         the sampling cache's pending counts only (other caches are not
+ *         read on the sampling path): another Ractor's unflushed
+ *         allocations, up to 1,023 a heap, are missing from it there; at
+ *         a GC every cache's are read.
  *   - malloc.  4.0's rb_gc_impl_malloc, _calloc and _realloc take a
  *     gc_allowed flag that 3.4's do not (SAMPLING_GC_ALLOWED_*); 4.0's
  *     default.c asks malloc_usable_size only when no size is given, 3.4's

@@ -34,6 +34,7 @@ struct sample_view {
     VALUE frames;           /* frozen Array of frozen [path, lineno, label] */
     struct sampling_sample sample;
     size_t freed_gc;
+    uint64_t freed_bytes;
     uint32_t labels;        /* label set id (labels.h) */
     uint16_t type;
     uint8_t imemo_type;
@@ -85,6 +86,7 @@ sample_refresh(struct sample_view *v)
     }
     v->live = rec.live_pos != SAMPLING_NONE;
     v->freed_gc = rec.freed_gc;
+    v->freed_bytes = rec.freed_bytes;
     v->old = rec.old;
 }
 
@@ -118,6 +120,7 @@ snapshot_body(VALUE arg)
         v->labels = site->labels;
         v->live = rec->live_pos != SAMPLING_NONE;
         v->freed_gc = rec->freed_gc;
+        v->freed_bytes = rec->freed_bytes;
         v->old = rec->old;
         rb_ary_push(snap->result, sample);
     }
@@ -188,32 +191,67 @@ sample_weight_m(VALUE self)
     return DBL2NUM(w);
 }
 
-static VALUE
-sample_freed_gc_m(VALUE self)
+/* The view with its live fields refreshed (sample_refresh). */
+static struct sample_view *
+sample_refreshed(VALUE self)
 {
     struct sample_view *v = sample_get(self);
     sample_refresh(v);
-    return v->live || !v->freed_gc ? Qnil : SIZET2NUM(v->freed_gc);
+    return v;
+}
+
+/* The record as the view last saw it, for records.h's ages. */
+static struct sampling_record
+view_record(const struct sample_view *v)
+{
+    struct sampling_record rec = { 0 };
+    rec.sample = v->sample;
+    rec.freed_gc = v->freed_gc;
+    rec.freed_bytes = v->freed_bytes;
+    rec.live_pos = v->live ? 0 : SAMPLING_NONE;
+    return rec;
 }
 
 static VALUE
+sample_freed_gc_m(VALUE self)
+{
+    struct sample_view *v = sample_refreshed(self);
+    return v->live || !v->freed_gc ? Qnil : SIZET2NUM(v->freed_gc);
+}
+
+/* every collection since allocation while it lives, those before the
+ * one that found it dead otherwise */
+static VALUE
 sample_age_m(VALUE self)
 {
-    struct sample_view *v = sample_get(self);
-    sample_refresh(v);
-    /* as sampling_record_age: every collection since allocation while it
-     * lives, those before the one that found it dead otherwise */
-    size_t allocated = v->sample.allocated_gc;
-    size_t last = v->live ? rb_gc_count() : (v->freed_gc ? v->freed_gc - 1 : allocated);
-    return SIZET2NUM(last > allocated ? last - allocated : 0);
+    struct sampling_record rec = view_record(sample_refreshed(self));
+    return SIZET2NUM(sampling_record_age(&rec, rb_gc_count()));
+}
+
+/* The allocation clock (stats[:total_allocated_bytes]) when it was
+ * allocated; when it was found dead (nil while it lives); and the bytes
+ * allocated between the two, or since its allocation while it lives (a
+ * censored lifetime: live? says which). */
+static VALUE sample_allocated_bytes_m(VALUE self) { return ULL2NUM(sample_get(self)->sample.allocated_bytes); }
+
+static VALUE
+sample_freed_bytes_m(VALUE self)
+{
+    struct sample_view *v = sample_refreshed(self);
+    return v->live || !v->freed_gc ? Qnil : ULL2NUM(v->freed_bytes);
+}
+
+static VALUE
+sample_age_bytes_m(VALUE self)
+{
+    struct sampling_record rec = view_record(sample_refreshed(self));
+    return ULL2NUM(sampling_record_age_bytes(&rec, rec.live_pos == SAMPLING_NONE ? 0 : sampler_clock()));
 }
 
 static VALUE
 sample_old_p(VALUE self)
 {
-    struct sample_view *v = sample_get(self);
-    sample_refresh(v);
-    return v->old ? Qtrue : Qfalse;
+    return sample_refreshed(self)->old ? Qtrue : Qfalse;
 }
 
 static VALUE
@@ -266,6 +304,10 @@ sampling_define_sample(VALUE mSampler)
     rb_define_method(cSample, "freed_gc", sample_freed_gc_m, 0);
     rb_define_method(cSample, "age", sample_age_m, 0);
     rb_define_method(cSample, "old?", sample_old_p, 0);
+    rb_define_method(cSample, "promoted?", sample_old_p, 0);
+    rb_define_method(cSample, "allocated_bytes", sample_allocated_bytes_m, 0);
+    rb_define_method(cSample, "freed_bytes", sample_freed_bytes_m, 0);
+    rb_define_method(cSample, "age_bytes", sample_age_bytes_m, 0);
     rb_define_method(cSample, "memsize", sample_memsize_m, 0);
     rb_define_method(cSample, "inspect", sample_inspect_m, 0);
 }

@@ -17,6 +17,7 @@
 #include "ruby/ruby.h"
 #include "config.h"
 #include "records.h"
+#include "timeline.h"
 
 #define SAMPLER_MAX_HEAPS 8
 
@@ -40,6 +41,13 @@ struct sampler_stats {
     bool malloc;                        /* malloc'd bytes sampled (malloc.c) */
     uint64_t malloc_allocated_bytes;    /* bytes through rb_gc_impl_malloc/calloc/realloc (growth) while enabled */
     uint64_t malloc_samples, malloc_points;
+    double live_space[SAMPLING_LIVE_KINDS];     /* estimated live bytes: slots, malloc'd blocks (records.h) */
+    uint64_t total_allocated_bytes;             /* the allocation clock (records.h) */
+    bool peak;                                  /* a peak was seen (timeline.h) */
+    uint64_t peak_gc;
+    double peak_live;                           /* its estimate, slots + malloc'd bytes */
+    uint64_t peak_lost;                         /* records of its set lost (records.h) */
+    uint64_t timeline_rows;
     size_t nheaps;
     struct sampler_heap_stats per_heap[SAMPLER_MAX_HEAPS];
 };
@@ -82,6 +90,13 @@ bool sampler_record_copy(uint32_t index, uint64_t seq, struct sampling_record *o
 /* The sampled object of a record while it lives, else Qnil; never another
  * object (the record loses its reference before the slot can be reused). */
 VALUE sampler_object(uint32_t index, uint64_t seq);
+
+/* The rows and the peak (timeline.h), for reading between
+ * sampler_read_begin and _end only. */
+const struct sampling_timeline *sampler_timeline(void);
+
+/* The allocation clock now (records.h; sampling.c says which bytes). */
+uint64_t sampler_clock(void);
 
 /* The settings the sampler runs (or last ran) with. */
 const struct sampling_params *sampler_params(void);

@@ -78,11 +78,13 @@
 #include "labels.h"
 #include "sampler.h"
 #include "api.h"
+#include "timeline.h"
 #include "sample_point.c"
 #include "gap.c"
 #include "refset.c"
 #include "sites.c"
 #include "records.c"
+#include "timeline.c"
 #pragma GCC visibility pop
 
 int rb_objspace_internal_object_p(VALUE obj);  /* gc.c, exported */
@@ -235,6 +237,7 @@ static struct {
     /* per heap, since start or clear */
     size_t base_allocated[HEAP_COUNT];      /* total_allocated_objects at start */
     size_t moved[HEAP_COUNT];               /* compaction moves (counted as allocations by default.c) */
+    uint64_t moved_bytes;                   /* the same since boot, in slot bytes: the allocation clock's */
     size_t allocated_at_marks[HEAP_COUNT];  /* total_allocated_objects when marking ended */
     size_t stopped_allocated[HEAP_COUNT];   /* objects allocated while enabled, frozen at stop */
     uint64_t samples[HEAP_COUNT];
@@ -242,7 +245,45 @@ static struct {
     double poisson_weight[HEAP_COUNT];      /* sampling_weight of a slot, set at start */
     int readers;
     bool readers_disabled_gc;
+    struct sampling_timeline timeline;      /* a row per GC, and the peak (timeline.h) */
 } sampler;
+
+static inline size_t slot_bytes(size_t heap_idx);
+
+/* The allocation clock, the second clock of a lifetime (records.h): slot
+ * bytes the process has allocated, from the heaps' own counts (as
+ * stats[:allocated_bytes], but never reset), less the moves compaction
+ * counted as allocations.  Unlike GC.count it does not depend on when
+ * GCs run.  totals: allocated_totals, or at a sample the heap counts and
+ * the sampling cache's pending ones (on 4.0 another Ractor's cache may
+ * hold up to 1,023 a heap it has not added yet: ruby_version.h). */
+static uint64_t
+clock_bytes(const size_t totals[HEAP_COUNT])
+{
+    /* slot sizes are BASE_SLOT_SIZE << i (heap_slot_size): one multiply */
+    uint64_t slots = 0;
+    for (size_t i = 0; i < HEAP_COUNT; i++) slots += (uint64_t)totals[i] << i;
+    return slots * BASE_SLOT_SIZE - sampler.moved_bytes;
+}
+
+/* The clock from the heap counts alone (and the given cache's pending
+ * counts, when there is one): no other cache is read, so it can be read
+ * without the VM lock (malloc.c, on any thread). */
+static uint64_t
+clock_now(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache)
+{
+    size_t totals[HEAP_COUNT];
+    for (size_t i = 0; i < HEAP_COUNT; i++) {
+        totals[i] = heaps[i].total_allocated_objects + (cache ? SAMPLING_CACHE_PENDING(cache, i) : 0);
+    }
+    return clock_bytes(totals);
+}
+
+static inline struct sampling_now
+sampler_now(rb_objspace_t *objspace, size_t gc_count)
+{
+    return (struct sampling_now){ gc_count, clock_now(objspace, NULL) };
+}
 
 /* malloc'd bytes: the wrapped rb_gc_impl_malloc, _calloc, _realloc, _free */
 #include "malloc.c"
@@ -250,6 +291,10 @@ static struct {
 static void
 sampler_init(void)
 {
+    /* clock_bytes counts on it */
+    for (size_t i = 0; i < HEAP_COUNT; i++) {
+        if (slot_bytes(i) != BASE_SLOT_SIZE << i) rb_bug("sampling: heap %zu's slot size is not BASE_SLOT_SIZE << %zu", i, i);
+    }
     sampling_params_default(&sampler.params);
     sampling_records_init(&sampler.records, sampler.params.max_samples);
     malloc_init();
@@ -277,6 +322,15 @@ allocated_totals(rb_objspace_t *objspace, size_t totals[HEAP_COUNT])
 #if SAMPLING_CACHE_COUNTS
     rb_gc_ractor_newobj_cache_foreach(cache_pending_i, totals);
 #endif
+}
+
+/* The clock with every cache's pending counts (under the VM lock). */
+static uint64_t
+clock_bytes_all(rb_objspace_t *objspace)
+{
+    size_t totals[HEAP_COUNT];
+    allocated_totals(objspace, totals);
+    return clock_bytes(totals);
 }
 
 static inline sample_point_list *
@@ -323,7 +377,8 @@ sampling_cache_clear(void *c, size_t heap_idx)
 /* Records a sample of obj (allocated, not yet initialised: klass and flags
  * are what newobj_init will write). */
 static void
-sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, size_t heap_idx, uint64_t points)
+sampling_record(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache, VALUE obj, VALUE klass, VALUE flags,
+                size_t heap_idx, uint64_t points)
 {
     size_t size = slot_bytes(heap_idx);
     sampler.samples[heap_idx]++;
@@ -365,6 +420,7 @@ sampling_record(rb_objspace_t *objspace, VALUE obj, VALUE klass, VALUE flags, si
     in.sample.weight = sampler.config.mode == SAMPLING_MODE_FIXED ? (double)points * (double)sampler.config.interval
                                                                   : sampler.poisson_weight[heap_idx];
     in.sample.allocated_gc = objspace->profile.count;
+    in.sample.allocated_bytes = clock_now(objspace, cache);
     in.sample.size = (uint32_t)size;
     in.sample.heap = (uint8_t)heap_idx;
     sampling_records_add(&sampler.records, &in);
@@ -390,7 +446,7 @@ sampling_take(void *objspace_ptr, void *c, size_t heap_idx, VALUE klass, VALUE f
     MEMZERO((char *)obj, char, heap_slot_size(heap_idx));
 #endif
 
-    sampling_record(objspace, obj, klass, flags, heap_idx, points);
+    sampling_record(objspace, cache, obj, klass, flags, heap_idx, points);
     return obj;
 }
 
@@ -430,10 +486,12 @@ sampling_marks_finished(void *objspace_ptr)
     rb_objspace_t *objspace = objspace_ptr;
     malloc_drain(objspace->profile.count);
     allocated_totals(objspace, sampler.allocated_at_marks);
+    struct sampling_now now = { objspace->profile.count, clock_bytes(sampler.allocated_at_marks) };
     if (sampler.records.nlive) {
-        sampling_records_check_liveness(&sampler.records, sampling_liveness, objspace, objspace->profile.count,
-                                        is_full_marking(objspace));
+        sampling_records_check_liveness(&sampler.records, sampling_liveness, objspace, now, is_full_marking(objspace));
     }
+    /* the live estimate of this GC, and the peak: O(1) (timeline.h) */
+    if (sampling_on) sampling_timeline_gc(&sampler.timeline, &sampler.records, now, is_full_marking(objspace));
     /* Classes and code that die now: their sites are named while they can
      * still be read (nothing is swept before this returns). */
     if (sampler.records.sites.refs.size) {
@@ -468,6 +526,7 @@ sampling_update_references(void *objspace_ptr)
     allocated_totals(objspace, totals);
     for (size_t i = 0; i < HEAP_COUNT; i++) {
         sampler.moved[i] += totals[i] - sampler.allocated_at_marks[i];
+        sampler.moved_bytes += (uint64_t)(totals[i] - sampler.allocated_at_marks[i]) * slot_bytes(i);
         sampler.allocated_at_marks[i] = totals[i];
     }
     sampling_records_update_references(&sampler.records, sampling_location, objspace);
@@ -534,6 +593,7 @@ static void
 begin_counting(rb_objspace_t *objspace)
 {
     sampler.epoch++;
+    sampling_timeline_begin(&sampler.timeline);
     malloc_state.on = sampler.params.malloc;
     counters_reset(objspace);
     sampling_on = true;
@@ -557,7 +617,9 @@ static void
 sampler_after_fork(rb_objspace_t *objspace)
 {
     malloc_drain(objspace->profile.count);  /* (see sampler_start) */
+    sampling_records_forget_peak(&sampler.records);
     sampling_records_after_fork(&sampler.records);
+    sampling_timeline_clear(&sampler.timeline);
     if (sampling_on) {
         end_counting(objspace);
         begin_counting(objspace);
@@ -634,6 +696,7 @@ sampler_clear(void)
     {
         malloc_drain(objspace->profile.count);  /* (see sampler_start) */
         sampling_records_clear(&sampler.records);
+        sampling_timeline_clear(&sampler.timeline);
         if (sampling_on) {
             sampling_records_reserve(&sampler.records);
             end_counting(objspace);
@@ -691,8 +754,33 @@ sampler_get_stats(struct sampler_stats *stats)
             stats->allocated_bytes += h->allocated_bytes;
         }
         malloc_get_stats(stats);
+        stats->live_space[SAMPLING_LIVE_SLOT] = sampler.records.live_space[SAMPLING_LIVE_SLOT];
+        stats->live_space[SAMPLING_LIVE_MALLOC] = sampler.records.live_space[SAMPLING_LIVE_MALLOC];
+        stats->total_allocated_bytes = clock_bytes_all(objspace);
+        const struct sampling_peak *peak = &sampler.timeline.peak;
+        stats->peak = peak->taken;
+        stats->peak_gc = peak->at.gc;
+        stats->peak_live = sampling_row_live(&peak->at);
+        stats->peak_lost = sampler.records.peak.lost;
+        stats->timeline_rows = sampler.timeline.n;
     }
     RB_GC_VM_UNLOCK(lev);
+}
+
+const struct sampling_timeline *
+sampler_timeline(void)
+{
+    return &sampler.timeline;
+}
+
+uint64_t
+sampler_clock(void)
+{
+    rb_objspace_t *objspace = rb_gc_get_objspace();
+    unsigned int lev = RB_GC_VM_LOCK();
+    uint64_t clock = clock_bytes_all(objspace);
+    RB_GC_VM_UNLOCK(lev);
+    return clock;
 }
 
 struct sampling_records *

@@ -234,6 +234,7 @@ site_fold_oldest_idle(struct sampling_sites *sites)
     if (!s) return false;
     sites->other_space += s->alloc_space;
     sites->other_objects += s->alloc_objects;
+    sampling_lifetimes_add(&sites->other_life, &s->life);
     sites->folded++;
     idle_unlink(sites, s);
     site_free(sites, s);
@@ -384,8 +385,12 @@ sampling_sites_update_references(struct sampling_sites *sites, sampling_location
 void
 sampling_sites_reset_totals(struct sampling_sites *sites)
 {
-    SAMPLING_SITES_FOREACH(sites, s) s->alloc_space = s->alloc_objects = 0;
+    SAMPLING_SITES_FOREACH(sites, s) {
+        s->alloc_space = s->alloc_objects = 0;
+        memset(&s->life, 0, sizeof(s->life));
+    }
     sites->other_space = sites->other_objects = 0;
+    memset(&sites->other_life, 0, sizeof(sites->other_life));
     sites->folded = 0;
     sites_generation++;
 }

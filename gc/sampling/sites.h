@@ -127,6 +127,41 @@ struct sampling_kind {
  * (RUBY_T_MASK is 0x1f). */
 #define SAMPLING_TYPE_MALLOC 0x20
 
+/* What the samples of a site did over their lives, as estimated bytes
+ * (weights), counted when it happened: so these stay exact however many
+ * dead records are evicted later.  A death is counted once, by the
+ * records that saw it (a dropped sample has no record, and no life).
+ * Deaths by collections survived: 0 (died in the first GC after its
+ * allocation), 1, 2-3, 4-7, 8-15, 16 or more.  Still-alive samples are
+ * censored: they are not here (their ages are read from the live
+ * records).  heaptime is bytes x bytes lived, the second factor on the
+ * allocation clock (slot bytes the process allocated meanwhile),
+ * summed over deaths. */
+#define SAMPLING_AGE_BUCKETS 6
+struct sampling_lifetimes {
+    double died_space[SAMPLING_AGE_BUCKETS];
+    double promoted_space;          /* promoted to the old generation (alive or dead) */
+    double promoted_dead_space;     /* promoted, then died: old-generation garbage */
+    double heaptime;                /* sum of weight * (freed_bytes - allocated_bytes) over deaths */
+};
+
+/* The bucket of a death after surviving `age` collections. */
+static inline unsigned
+sampling_age_bucket(size_t age)
+{
+    unsigned b = age ? 64 - (unsigned)__builtin_clzll((unsigned long long)age) : 0;  /* 1: 1, 2: 2-3, ... */
+    return b < SAMPLING_AGE_BUCKETS - 1 ? b : SAMPLING_AGE_BUCKETS - 1;
+}
+
+static inline void
+sampling_lifetimes_add(struct sampling_lifetimes *to, const struct sampling_lifetimes *from)
+{
+    for (int i = 0; i < SAMPLING_AGE_BUCKETS; i++) to->died_space[i] += from->died_space[i];
+    to->promoted_space += from->promoted_space;
+    to->promoted_dead_space += from->promoted_dead_space;
+    to->heaptime += from->heaptime;
+}
+
 /* A site (see the model above). */
 struct sampling_stack {
     uint64_t hash;          /* of the frames only */
@@ -136,6 +171,7 @@ struct sampling_stack {
     struct sampling_stack *idle_older, *idle_newer; /* sites no record uses, oldest first */
     double alloc_space;     /* estimated bytes allocated here (every sample's weight) */
     double alloc_objects;   /* estimated objects (every sample's weight / size) */
+    struct sampling_lifetimes life;     /* what its recorded samples did (above) */
     uint64_t id;            /* 1, 2, ... never reused in the process (delta readers key on it) */
     uint32_t labels;        /* label set id (labels.h), 0: none */
     uint32_t refcount;      /* records that use it (sampling_site_use) */
@@ -171,6 +207,7 @@ struct sampling_sites {
     size_t count;
     struct refset refs;                 /* the references sites hold */
     double other_space, other_objects;  /* totals of folded sites, and of samples no site could take */
+    struct sampling_lifetimes other_life;   /* the lifetimes of folded sites */
     uint64_t folded;                    /* sites folded into other_* to stay within max */
     uint64_t named;                     /* sites named because a reference died */
 };

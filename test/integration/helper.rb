@@ -33,6 +33,9 @@ module SamplingTestHelper
     Sampler.stats[:heaps].to_h { |h| [h[:slot_size], h] }
   end
 
+  # Clears stale copies of references from the machine stack.
+  def scrub(depth = 50) = depth.zero? ? 0 : scrub(depth - 1) + 1
+
   # Every test leaves the heap consistent for the collector's own check,
   # with its sample points still cut into the free lists and again once
   # they are rejoined (it counts allocations and free slots: a sampled slot
@@ -64,8 +67,8 @@ module PprofHelper
   end
 
   # The samples of a profile as go tool pprof -raw prints them: one Hash
-  # per sample with :values (alloc_objects, alloc_space, inuse_objects,
-  # inuse_space), :labels ("key" => "value") and :functions (names,
+  # per sample with :values (one per sample type, in order: alloc_objects,
+  # alloc_space, inuse_objects, inuse_space, then the lifetime types), :labels ("key" => "value") and :functions (names,
   # innermost first).  source: a path, or a URL go tool pprof fetches.
   def pprof_samples(source)
     raw = pprof("-raw", source)
@@ -76,14 +79,25 @@ module PprofHelper
     block = raw[/^Samples:\n.*?\n(.*?)^Locations/m, 1] or flunk("no samples in:\n#{raw}")
     samples = []
     block.each_line do |line|
-      if (m = line.match(/^\s+(-?\d+)\s+(-?\d+)\s+(-?\d+)\s+(-?\d+):((?: \d+)*)/))
-        samples << { values: m.captures.first(4).map(&:to_i), labels: {},
-                     functions: m[5].split.map { |id| names.fetch(id) } }
+      if (m = line.match(/^\s+((?:-?\d+\s+)*-?\d+):((?: \d+)*)/))
+        samples << { values: m[1].split.map(&:to_i), labels: {},
+                     functions: m[2].split.map { |id| names.fetch(id) } }
       elsif samples.any? && line =~ /^\s+\w+:\[/
         line.scan(/(\w+):\[([^\]]*)\]/) { |k, v| samples.last[:labels][k] = v }
       end
     end
     samples
+  end
+
+  # The profile's values summed by method: for each of names, the sum
+  # (one per sample type) of the samples with a frame "Class#name" on
+  # their stack; a name with none maps to nil.
+  def pprof_values_by_method(source, names)
+    samples = pprof_samples(source)
+    names.to_h do |name|
+      mine = samples.select { |s| s[:functions].any? { |f| f.end_with?("##{name}") } }
+      [name, mine.empty? ? nil : mine.map { |s| s[:values] }.transpose.map(&:sum)]
+    end
   end
 end
 

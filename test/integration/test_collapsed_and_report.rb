@@ -68,10 +68,11 @@ class TestCollapsedAndReport < Minitest::Test
     n = Sampler.report(io, top: 2, by: :alloc_space)
     text = io.string
     assert_equal 2, n
-    lines = text.lines
+    lines = text.split("\n\n").first.lines    # the top sites; the lifetimes and the peak follow
     assert_match(/\AAllocation sites by alloc_space: \d+ samples, interval 2\.0 KiB \(poisson\)/, lines[0])
     assert_match(/rank\s+bytes\s+share\s+objects\s+live\s+age\s+class\s+site/, lines[1])
     assert_equal 4, lines.size
+    assert_match(/^Lifetimes of the sites above/, text)
     assert_match(/String .*test_collapsed_and_report\.rb:#{ReportSite::STRINGS_LINE}$/, lines[2], "the string site is on top")
     shares = lines[2..].map { |l| l[/(\d+\.\d)%/, 1].to_f }
     assert_equal shares.sort.reverse, shares

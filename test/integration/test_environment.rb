@@ -34,7 +34,7 @@ class TestEnvironment < Minitest::Test
                                   env: { "RUBY_GC_SAMPLING" => "interval=1k,out=#{dir}/a,b.pb.gz,mode=fixed" })
       assert status.success?, err
       assert_equal ":fixed\n", out
-      assert_equal ["a,b.pb.gz"], Dir.children(dir)
+      assert_equal ["a,b.pb.gz", "a,b.timeline.csv"], Dir.children(dir).sort
     end
   end
 

@@ -13,7 +13,7 @@ class TestExitProfile < Minitest::Test
       _, err, status = Open3.capture3(env, RUBY, "-e", "x = Array.new(1000) { 'y' * 50 }; Dir.chdir('elsewhere')",
                                       chdir: dir)
       assert status.success?, err
-      assert_equal ["elsewhere", "rel-#{status.pid}.pb.gz"].sort, Dir.children(dir).sort
+      assert_equal ["elsewhere", "rel-#{status.pid}.pb.gz", "rel-#{status.pid}.timeline.csv"].sort, Dir.children(dir).sort
       assert_empty Dir.children(File.join(dir, "elsewhere"))
     end
   end

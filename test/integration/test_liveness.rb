@@ -22,9 +22,6 @@ class TestLiveness < Minitest::Test
     samples
   end
 
-  # Clears stale copies of references from the machine stack.
-  def scrub(depth = 50) = depth.zero? ? 0 : scrub(depth - 1) + 1
-
   def test_kept_object_lives_and_ages
     samples = sampled(20, keep: true)
     4.times { GC.start(full_mark: false) }

@@ -18,6 +18,9 @@
 
 #include <string.h>
 
+/* a GC at count gc, with the allocation clock at 40 bytes a GC */
+#define NOW(gc) ((struct sampling_now){ (gc), (uint64_t)(gc) * 40 })
+
 static struct sampling_rng rng;
 static uint64_t rnd(uint64_t n) { return sampling_rng_next(&rng) % n; }
 
@@ -151,7 +154,7 @@ test_random_streams(void)
             struct sampling_frame frames[8];
             struct sampling_sample_in in;
             switch (rnd(14)) {
-              case 0: die_percent = (int)rnd(60); sampling_records_check_liveness(&r, liveness, NULL, (size_t)op, rnd(2)); break;
+              case 0: die_percent = (int)rnd(60); sampling_records_check_liveness(&r, liveness, NULL, NOW((size_t)op), rnd(2)); break;
               case 1: shift = 24 * (1 + rnd(333)); sampling_records_update_references(&r, moved, NULL); base += shift; break;
               case 2: if (rnd(20) == 0) { sampling_records_clear(&r); added = 0; cleared_while_reading = r.reading; } break;
               case 3:
@@ -261,7 +264,7 @@ test_sharing_drop_evict(void)
     dead_obj[16 / 8] = 1; dead_obj[8 / 8] = 0; dead_obj[24 / 8] = 0;
     die_percent = 0;
     sampling_rng_seed(&rng, 5);
-    sampling_records_check_liveness(&r, liveness, NULL, 7, true);
+    sampling_records_check_liveness(&r, liveness, NULL, NOW(7), true);
     CHECK(r.items[b].freed_gc == 7 && r.items[b].live_pos == SAMPLING_NONE, "died at GC 7");
     CHECK(sampling_records_object(&r, b, r.items[b].seq) == 0, "a dead record has no object");
     CHECK(sampling_record_age(&r.items[a], 7) == 7, "a survivor's age counts every collection since it was made");
@@ -292,7 +295,7 @@ test_dead_queue_growth(void)
     uintptr_t obj = 0;
     for (int i = 0; i < 3000; i++) { in.obj = 8 * ++obj; sampling_records_add(&r, &in); }
     for (int i = 1; i <= 1000; i++) dead_obj[i] = 1;
-    sampling_records_check_liveness(&r, liveness, NULL, 1, true);
+    sampling_records_check_liveness(&r, liveness, NULL, NOW(1), true);
     for (int i = 0; i < 500; i++) { in.obj = 8 * ++obj; sampling_records_add(&r, &in); }
     CHECK(r.ndead == 500 && r.evicted == 500 && r.dead_head != 0, "500 dead left, the ring's start moved");
 
@@ -300,7 +303,7 @@ test_dead_queue_growth(void)
     uint32_t before[500];
     for (size_t i = 0; i < 500; i++) before[i] = r.dead[(r.dead_head + i) & (r.dead_capacity - 1)];
     for (int i = 1001; i <= 2000; i++) dead_obj[i] = 1;
-    sampling_records_check_liveness(&r, liveness, NULL, 2, true);
+    sampling_records_check_liveness(&r, liveness, NULL, NOW(2), true);
     CHECK(r.ndead == 1500 && r.dead_capacity > 1024, "1,500 dead, the ring grew (capacity %zu)", r.dead_capacity);
     CHECK(sampling_records_verify(&r) == NULL, "invariants after growth: %s", sampling_records_verify(&r));
 
@@ -407,7 +410,7 @@ test_totals_and_weak_refs(void)
         expected[site] += in.sample.weight;
         if (i % 7 == 0) {
             for (uintptr_t j = 1; j <= i; j++) dead_obj[j] = j + 4 < i;
-            sampling_records_check_liveness(&r, liveness, NULL, i, true);
+            sampling_records_check_liveness(&r, liveness, NULL, NOW(i), true);
         }
     }
     int exact = 1;
