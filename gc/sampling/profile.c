@@ -26,15 +26,12 @@ name_index(struct pprof *p, const char *s, uint32_t len)
     return s ? pprof_string(p, s, len) : 0;
 }
 
-/* A site's location ids, innermost first, and its class name's index. */
-struct site_ids {
-    uint64_t klass;
-    uint32_t n;
-    uint64_t ids[];
-};
+/* A site's location ids, innermost first, and its class name's index
+ * (struct sampling_site_ids, api.h). */
+struct site_ids;
 
-static void
-free_site_ids(st_data_t value)
+void
+sampling_pprof_free_ids(st_data_t value)
 {
     free((void *)value);
 }
@@ -57,12 +54,12 @@ synthetic_location(struct pprof *p, const char *name)
     return pprof_location(p, pprof_function(p, s, s), 0);
 }
 
-static st_data_t
-pprof_convert(const struct sampling_names *names, void *arg)
+st_data_t
+sampling_pprof_site_ids(const struct sampling_names *names, void *arg)
 {
-    struct pprof *p = ((struct pprof_build *)arg)->p;
+    struct pprof *p = arg;
     uint32_t n = names->n ? names->n : 1;
-    struct site_ids *s = malloc(sizeof(*s) + n * sizeof(s->ids[0]));
+    struct sampling_site_ids *s = malloc(sizeof(*s) + n * sizeof(s->ids[0]));
     if (!s) rb_memerror();
     s->n = n;
     s->klass = names->klass ? pprof_cstring(p, names->klass) : 0;
@@ -77,8 +74,8 @@ pprof_convert(const struct sampling_names *names, void *arg)
 
 /* A site's label set as pprof string labels (labels.h); returns how
  * many it wrote to out (at most SAMPLING_LABELS_PAIRS). */
-static size_t
-pprof_set_labels(struct pprof *p, uint32_t id, struct pprof_label *out)
+size_t
+sampling_pprof_set_labels(struct pprof *p, uint32_t id, struct pprof_label *out)
 {
     const struct sampling_label_set *set = sampling_labels_set(id);
     if (!set) return 0;
@@ -103,6 +100,30 @@ pprof_site_sample(struct pprof_build *b, const uint64_t *ids, uint32_t n, struct
     pprof_sample(b->p, ids, n, values, 4, labels, nlabels);
 }
 
+/* The comments every view starts with (settings; records gone), and the
+ * time; inside a read. */
+void
+sampling_pprof_header_comments(struct pprof *p)
+{
+    const struct sampling_params *params = sampler_params();
+    const struct sampling_records *r = sampler_records();
+    char comment[256];
+    snprintf(comment, sizeof(comment), "sampling GC: mode=%s interval=%llu depth=%u",
+             params->mode == SAMPLING_MODE_FIXED ? "fixed" : "poisson",
+             (unsigned long long)params->interval, params->depth);
+    pprof_comment(p, comment);
+    if (r->evicted || r->dropped || r->sites.folded) {
+        /* totals stay exact; in-use covers the records kept */
+        snprintf(comment, sizeof(comment), "records evicted: %llu, dropped: %llu; sites folded into "
+                 READ_OTHER_SITES ": %llu (alloc totals are exact; inuse covers the records kept)",
+                 (unsigned long long)r->evicted, (unsigned long long)r->dropped, (unsigned long long)r->sites.folded);
+        pprof_comment(p, comment);
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    pprof_time(p, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, 0);
+}
+
 static VALUE
 pprof_build_body(VALUE arg)
 {
@@ -120,34 +141,19 @@ pprof_build_body(VALUE arg)
     b->key_memory = pprof_cstring(p, "memory");
 
     read_begin(&b->read);
-    const struct sampling_records *r = sampler_records();
-    char comment[256];
-    snprintf(comment, sizeof(comment), "sampling GC: mode=%s interval=%llu depth=%u",
-             params->mode == SAMPLING_MODE_FIXED ? "fixed" : "poisson",
-             (unsigned long long)params->interval, params->depth);
-    pprof_comment(p, comment);
-    if (r->evicted || r->dropped || r->sites.folded) {
-        /* totals stay exact; in-use covers the records kept */
-        snprintf(comment, sizeof(comment), "records evicted: %llu, dropped: %llu; sites folded into "
-                 READ_OTHER_SITES ": %llu (alloc totals are exact; inuse covers the records kept)",
-                 (unsigned long long)r->evicted, (unsigned long long)r->dropped, (unsigned long long)r->sites.folded);
-        pprof_comment(p, comment);
-    }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    pprof_time(p, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, 0);
+    sampling_pprof_header_comments(p);
 
     read_inuse(&b->read, b->inuse);
     if (b->delta) sampling_delta_begin(b->delta);
     READ_SITES_FOREACH(&b->read, site) {
-        const struct site_ids *s = (const struct site_ids *)read_site(&b->read, site, pprof_convert, b);
+        const struct sampling_site_ids *s = (const struct sampling_site_ids *)read_site(&b->read, site, sampling_pprof_site_ids, p);
         struct pprof_label labels[3 + SAMPLING_LABELS_PAIRS];
         size_t nlabels = 0;
         labels[nlabels++] = (struct pprof_label){ b->key_type, pprof_cstring(p, read_type_name(site->kind.type)) };
         labels[nlabels++] = (struct pprof_label){ b->key_memory, pprof_cstring(p, site->kind.type == SAMPLING_TYPE_MALLOC
                                                                                ? "malloc" : "slot") };
         if (s->klass) labels[nlabels++] = (struct pprof_label){ b->key_class, s->klass };
-        nlabels += pprof_set_labels(p, site->labels, labels + nlabels);
+        nlabels += sampling_pprof_set_labels(p, site->labels, labels + nlabels);
         struct site_values sv = read_site_values(site, b->inuse);
         if (b->delta) sampling_delta_site(b->delta, site, &sv);
         pprof_site_sample(b, s->ids, s->n, sv, labels, nlabels);
@@ -167,7 +173,7 @@ static VALUE
 pprof_build_ensure(VALUE arg)
 {
     struct pprof_build *b = (struct pprof_build *)arg;
-    read_end(&b->read, free_site_ids);
+    read_end(&b->read, sampling_pprof_free_ids);
     if (b->delta) sampling_delta_end(b->delta);
     read_inuse_free(b->inuse);
     pprof_free(b->p);
@@ -222,18 +228,37 @@ sampling_check_destination(VALUE dest, const char *argname)
         rb_raise(rb_eArgError, "%s must be a path (String, Pathname) or an IO (got %"PRIsVALUE")", argname, rb_inspect(dest));
 }
 
-/* pprof(default_sample_type: "alloc_space") => the profile as a String
- * (what write_pprof writes); the Rack middleware's heap route makes
- * readers show inuse_space first, as Go's heap profiles do. */
+/* The view: keyword of pprof and write_pprof: :allocations (the default:
+ * allocated and in use by allocation site) or :retention (in use by
+ * retention path, retention_api.c).  Each view is its own function. */
+enum pprof_view { VIEW_ALLOCATIONS, VIEW_RETENTION };
+
+static enum pprof_view
+view_arg(VALUE view)
+{
+    if (view == Qundef || view == ID2SYM(rb_intern("allocations"))) return VIEW_ALLOCATIONS;
+    if (view == ID2SYM(rb_intern("retention"))) return VIEW_RETENTION;
+    rb_raise(rb_eArgError, "view must be :allocations or :retention (got %"PRIsVALUE")", rb_inspect(view));
+}
+
+/* pprof(default_sample_type: "alloc_space", view: :allocations) => the
+ * profile as a String (what write_pprof writes); the Rack middleware's
+ * heap route makes readers show inuse_space first, as Go's heap profiles
+ * do. */
 static VALUE
 sampler_pprof_m(int argc, VALUE *argv, VALUE self)
 {
     static const char *const types[] = { "alloc_objects", "alloc_space", "inuse_objects", "inuse_space" };
-    VALUE opts = Qnil, type = Qundef;
+    VALUE opts = Qnil, values[2] = { Qundef, Qundef };
     rb_scan_args(argc, argv, "0:", &opts);
     if (!NIL_P(opts)) {
-        ID key = rb_intern("default_sample_type");
-        rb_get_kwargs(opts, &key, 0, 1, &type);
+        ID keys[2] = { rb_intern("default_sample_type"), rb_intern("view") };
+        rb_get_kwargs(opts, keys, 0, 2, values);
+    }
+    VALUE type = values[0];
+    if (view_arg(values[1]) == VIEW_RETENTION) {
+        if (type != Qundef) rb_raise(rb_eArgError, "default_sample_type is for view: :allocations (got %"PRIsVALUE")", rb_inspect(type));
+        return sampling_retention_pprof_bytes(SIZE_MAX);
     }
     if (type == Qundef) return sampling_pprof_bytes(NULL);
     VALUE name = RB_SYMBOL_P(type) ? rb_sym2str(type) : type;
@@ -244,11 +269,20 @@ sampler_pprof_m(int argc, VALUE *argv, VALUE self)
              rb_inspect(type));
 }
 
+/* write_pprof(path_or_io, view: :allocations) */
 static VALUE
-sampler_write_pprof_m(VALUE self, VALUE dest)
+sampler_write_pprof_m(int argc, VALUE *argv, VALUE self)
 {
+    VALUE dest, opts = Qnil, view = Qundef;
+    rb_scan_args(argc, argv, "1:", &dest, &opts);
+    if (!NIL_P(opts)) {
+        ID key = rb_intern("view");
+        rb_get_kwargs(opts, &key, 0, 1, &view);
+    }
+    enum pprof_view v = view_arg(view);
     sampling_check_destination(dest, "path_or_io");
-    return sampling_write_out(dest, sampling_pprof_bytes(NULL), "path_or_io");
+    VALUE bytes = v == VIEW_RETENTION ? sampling_retention_pprof_bytes(SIZE_MAX) : sampling_pprof_bytes(NULL);
+    return sampling_write_out(dest, bytes, "path_or_io");
 }
 
 /* RUBY_GC_SAMPLING's out=: the profile at exit, %p the pid (resolved
@@ -300,6 +334,6 @@ sampling_write_at_exit(void)
 void
 sampling_define_profile(VALUE mSampler)
 {
-    rb_define_singleton_method(mSampler, "write_pprof", sampler_write_pprof_m, 1);
+    rb_define_singleton_method(mSampler, "write_pprof", sampler_write_pprof_m, -1);
     rb_define_singleton_method(mSampler, "pprof", sampler_pprof_m, -1);
 }

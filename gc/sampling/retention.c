@@ -74,12 +74,15 @@ retention_target_node(const struct retention *r, uintptr_t obj)
     return s == SIZE_MAX ? RETENTION_NONE : r->target_nodes[s];
 }
 
+/* Doubles *cap until it holds need, but never past limit (the cap: the
+ * node arrays never hold more than max nodes' worth). */
 static bool
-grow(void **p, size_t *cap, size_t need, size_t elem)
+grow(void **p, size_t *cap, size_t need, size_t elem, size_t limit)
 {
     if (need <= *cap) return true;
     size_t c = *cap ? *cap : 1024;
     while (c < need) c *= 2;
+    if (c > limit && limit >= need) c = limit;
     void *q = realloc(*p, c * elem);
     if (!q) return false;
     *p = q;
@@ -97,8 +100,8 @@ append(struct retention *r, uintptr_t obj, uint32_t parent_word)
     }
     if (r->n == r->cap) {
         size_t cap = r->cap, cap2 = r->cap;
-        if (!grow((void **)&r->objs, &cap, r->n + 1, sizeof(*r->objs)) ||
-            !grow((void **)&r->parents, &cap2, r->n + 1, sizeof(*r->parents))) {
+        if (!grow((void **)&r->objs, &cap, r->n + 1, sizeof(*r->objs), r->max) ||
+            !grow((void **)&r->parents, &cap2, r->n + 1, sizeof(*r->parents), r->max)) {
             r->cut = r->failed = true;
             return;
         }
@@ -109,7 +112,7 @@ append(struct retention *r, uintptr_t obj, uint32_t parent_word)
      * first node or later (a root is depth 0) */
     if (!(parent_word & RETENTION_ROOT)) {
         if (parent_word >= r->levels[r->nlevels - 1]) {
-            if (!grow((void **)&r->levels, &r->levels_cap, r->nlevels + 1, sizeof(*r->levels))) {
+            if (!grow((void **)&r->levels, &r->levels_cap, r->nlevels + 1, sizeof(*r->levels), SIZE_MAX)) {
                 r->cut = r->failed = true;
                 return;
             }
@@ -117,7 +120,7 @@ append(struct retention *r, uintptr_t obj, uint32_t parent_word)
         }
     }
     else if (r->nlevels == 0) {
-        if (!grow((void **)&r->levels, &r->levels_cap, 1, sizeof(*r->levels))) {
+        if (!grow((void **)&r->levels, &r->levels_cap, 1, sizeof(*r->levels), SIZE_MAX)) {
             r->cut = r->failed = true;
             return;
         }
