@@ -104,6 +104,55 @@ module ObjectSpace::AllocationSampler
       end
     end
 
+    # The hops that name what holds an object: a retainer is the deepest
+    # of them on a path (the root when there is none).
+    RETAINER_KINDS = %i[global finalizer end_proc constant ivar class_variable local member].freeze
+
+    # Prints the top retainers by retained sampled bytes (in use), each
+    # with its shortest path from a root and the allocation sites of what
+    # it holds.  One walk of the heap (retention_rows).
+    def retention_report_impl(io = $stdout, top: 20, max_objects: nil)
+      unless top.is_a?(Integer) && top >= 1
+        raise ArgumentError, "top must be an Integer >= 1 (got #{top.inspect})"
+      end
+      unless io.respond_to?(:write)
+        raise ArgumentError, "io must respond to write (got #{io.inspect})"
+      end
+      walk, rows = retention_rows(max_objects)
+      groups = {}.compare_by_identity
+      rows.each do |path, weight, (klass, where)|
+        i = path.rindex.with_index { |h, j| j < path.size - 1 && RETAINER_KINDS.include?(h[:kind]) } || 0
+        # (hops are made once per object for a walk: the same retainer is the same Hash;
+        # samples with no path are one group of each kind)
+        key = %i[cut unreachable].include?(path[0][:kind]) ? path[0][:kind] : path[i]
+        g = (groups[key] ||= { path: path[0..i], bytes: 0.0, samples: 0, sites: Hash.new(0.0) })
+        g[:bytes] += weight
+        g[:samples] += 1
+        g[:sites]["#{klass || '(hidden)'} at #{where}"] += weight
+      end
+      total = groups.sum { |_, g| g[:bytes] }
+      io.write(format("Retainers by retained sampled bytes: %d live samples, %s in use; walked %d objects in %.1f ms (%s)\n",
+                      rows.size, bytes(total), walk[:objects], walk[:seconds] * 1000, bytes(walk[:bytes])))
+      if walk[:cut]
+        io.write(format("(the walk stopped at its cap of %d objects: %d samples not reached have cut paths)\n",
+                        walk[:max_objects], walk[:cut_paths]))
+      end
+      io.write(format("(%d samples are not reachable from any root: garbage the next GC frees)\n", walk[:unreachable])) if walk[:unreachable] > 0
+      io.write(format("%4s %10s %6s %8s  %s\n", "rank", "retained", "share", "samples", "retainer"))
+      ranked = groups.values.sort_by { |g| [-g[:bytes], g[:path].map { |h| h[:label] }] }.first(top)
+      ranked.each_with_index do |g, i|
+        io.write(format("%4d %10s %5.1f%% %8d  %s\n", i + 1, bytes(g[:bytes]), total.zero? ? 0.0 : 100.0 * g[:bytes] / total,
+                        g[:samples], g[:path].last[:label]))
+        io.write("       path: #{g[:path].map { |h| h[:label] }.join(' -> ')}\n")
+        held = g[:sites].sort_by { |site, b| [-b, site] }
+        shown = held.first(3).map { |site, b| "#{bytes(b)} #{site}" }
+        shown << "#{held.size - 3} more sites" if held.size > 3
+        io.write("       holds: #{shown.join('; ')}\n")
+      end
+      io.write("(no live samples: start the sampler, or widen its interval)\n") if rows.empty?
+      ranked.size
+    end
+
     def check_value(value, name)
       return if VALUES.include?(value)
       raise ArgumentError, "#{name} must be one of #{VALUES.map(&:inspect).join(', ')} (got #{value.inspect})"

@@ -68,7 +68,9 @@ struct rview {
     bool one;                   /* only the record (index, seq) is a target */
     uint32_t index;
     uint64_t seq;
-    uintptr_t only;             /* its object (0: it is dead, nothing was walked) */
+    uintptr_t only_hidden;      /* ~ its object (0: it is dead, nothing was walked), never
+                                 * the address itself: this struct is on the machine
+                                 * stack, which the walk scans as a root */
     void (*free_converted)(st_data_t);  /* what read_site made (NULL: Ruby objects) */
     bool walked;
     double seconds;
@@ -119,14 +121,14 @@ rview_walk(struct rview *rv)
     size_t max = rv->max_objects == SIZE_MAX ? sampler_heap_slots() : rv->max_objects;
     if (rv->one) {
         /* the record's object, read inside the read: nothing dies meanwhile */
-        rv->only = sampling_records_object(sampler_records(), rv->index, rv->seq);
-        if (!rv->only || (rv->only & 1)) {
-            rv->only = 0;
+        rv->only_hidden = ~sampling_records_object(sampler_records(), rv->index, rv->seq);
+        if (!~rv->only_hidden || (~rv->only_hidden & 1)) {
+            rv->only_hidden = 0;
             return;
         }
     }
     double t0 = now();
-    rv->walked = sampler_retention_walk(&rv->walk, max, rv->read.limit, rv->only);
+    rv->walked = sampler_retention_walk(&rv->walk, max, rv->read.limit, rv->only_hidden);
     rv->seconds = now() - t0;
     if (!rv->walked) rb_memerror();
 }
@@ -492,8 +494,8 @@ one_path_body(VALUE arg)
 {
     struct one_path *o = (struct one_path *)arg;
     rview_walk(&o->rv);
-    if (!o->rv.only) return Qnil;   /* dead, or a malloc'd block */
-    o->result = target_path(&o->rv, (VALUE)o->rv.only, 0);
+    if (!o->rv.only_hidden) return Qnil;   /* dead, or a malloc'd block */
+    o->result = target_path(&o->rv, (VALUE)~o->rv.only_hidden, 0);
     return o->result;
 }
 

@@ -127,34 +127,39 @@ walk_finalizer_i(st_data_t key, st_data_t value, st_data_t data)
 }
 
 bool
-sampler_retention_walk(struct retention *r, size_t max_nodes, uint64_t limit, uintptr_t only)
+sampler_retention_walk(struct retention *r, size_t max_nodes, uint64_t limit, uintptr_t only_hidden)
 {
     rb_objspace_t *objspace = rb_gc_get_objspace();
     if (during_gc || is_incremental_marking(objspace)) return false;   /* (a read finished any GC) */
     if (sampling_ractors) rb_gc_vm_barrier();
 
-    /* the targets: live slot records the read sees (a malloc'd block,
-     * obj with the low bit set, is no object: it has no path) */
-    const struct sampling_records *rec = &sampler.records;
-    uintptr_t *targets = malloc((rec->nlive ? rec->nlive : 1) * sizeof(*targets));
     struct walk w = { 0 };
     w.pages = rb_darray_ref(objspace->heap_pages.sorted, 0);
     w.npages = rb_darray_size(objspace->heap_pages.sorted);
     w.bits = calloc(w.npages ? w.npages * HEAP_PAGE_BITMAP_LIMIT : 1, sizeof(bits_t));
     w.r = r;
+    uintptr_t *targets = NULL;
     bool ok = false;
-    if (!targets || !w.bits) goto done;
+    if (!w.bits) goto done;
+    /* Roots first, before any target's address is in a register or on
+     * this stack: the machine stack is a root, scanned conservatively,
+     * and must not find the walk's own copies. */
+    rb_objspace_reachable_objects_from_root(walk_root_i, &w);
+    if (finalizer_table) st_foreach(finalizer_table, walk_finalizer_i, (st_data_t)&w);
+
+    /* the targets: live slot records the read sees (a malloc'd block,
+     * obj with the low bit set, is no object: it has no path) */
+    const struct sampling_records *rec = &sampler.records;
+    targets = malloc((rec->nlive ? rec->nlive : 1) * sizeof(*targets));
+    if (!targets) goto done;
     size_t ntargets = 0;
     for (size_t i = 0; i < rec->nlive; i++) {
         const struct sampling_record *item = &rec->items[rec->live[i].record];
         if (item->seq >= limit || (rec->live[i].obj & 1)) continue;
-        if (only && rec->live[i].obj != only) continue;
+        if (only_hidden && rec->live[i].obj != ~only_hidden) continue;
         targets[ntargets++] = rec->live[i].obj;
     }
     if (!retention_init(r, max_nodes, targets, ntargets, walk_visit, &w)) goto done;
-
-    rb_objspace_reachable_objects_from_root(walk_root_i, &w);
-    if (finalizer_table) st_foreach(finalizer_table, walk_finalizer_i, (st_data_t)&w);
     if (w.failed) r->cut = r->failed = true;
     /* The most telling root first: an object both a global variable and
      * the VM hold is named by the global. */

@@ -103,10 +103,13 @@ enum sampler_root_kind {
 
 /* Inside a read (sampler_read_begin): stops the other Ractors (VM
  * barrier) and walks from the roots towards the objects of the live slot
- * records with seq < limit (only that object, if only is not 0), keeping
- * at most max_nodes nodes.  False without memory for the walk. */
+ * records with seq < limit (only the object ~only_hidden, if that is not
+ * 0), keeping at most max_nodes nodes.  False without memory for the
+ * walk.  The one target comes complemented: the current thread's machine
+ * stack is a root, scanned conservatively, and a caller's copy of the
+ * address would be found there as a root that holds it. */
 struct retention;
-bool sampler_retention_walk(struct retention *r, size_t max_nodes, uint64_t limit, uintptr_t only);
+bool sampler_retention_walk(struct retention *r, size_t max_nodes, uint64_t limit, uintptr_t only_hidden);
 
 /* The object whose finalizer table `table` is, or Qundef. */
 VALUE sampler_finalizer_owner(VALUE table);

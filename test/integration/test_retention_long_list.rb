@@ -1,0 +1,38 @@
+# A 100,000-long linked list: the tail's path is the whole list (the
+# shortest and only one), found without recursion.
+require_relative "helper"
+
+class TestRetentionLongList < Minitest::Test
+  class Link
+    attr_reader :next_link
+    def initialize(next_link) = (@next_link = next_link)
+  end
+
+  N = 100_000
+  LINE = __LINE__ + 3
+  def fill
+    head = nil
+    N.times { head = Link.new(head) }
+    $retention_list = head
+    nil
+  end
+
+  def test_long_list
+    Sampler.start(interval: 1, mode: :fixed, max_samples: 200_000)
+    fill
+    Sampler.stop
+    tail = samples_at(Sampler.samples, LINE, Link).first    # the first made is the tail
+    refute_nil tail
+    path = tail.retention_path
+    assert_equal N, path.size
+    assert_equal "$retention_list", path[0][:name]
+    assert path.drop(1).all? { |h| h[:kind] == :ivar && h[:name] == "@next_link" }
+    assert_nil path.last[:object].next_link
+    # the edges, a sample of them (each one checked is a reachable_objects_from call)
+    assert_equal 199, assert_path_in_heap(path.first(200))
+    assert_equal 199, assert_path_in_heap(path.last(200), root: false)
+    # profiles show its two ends
+    Sampler.retention_report(out = StringIO.new)
+    assert_match(/\.\.\. \d+ hops \.\.\./, out.string)
+  end
+end
