@@ -380,10 +380,10 @@ target_path(struct rview *rv, VALUE obj, size_t shown)
     if (top == RETENTION_NONE) rb_memerror();
     push_up(rv, path, top, half);
     rb_ary_reverse(path);
+    /* (one label for every elision, so that profiles merge the paths
+     * around it; the hop's name says how many hops it stands for) */
     size_t elided = depth + 1 - 2 * half;
-    char text[64];
-    snprintf(text, sizeof(text), "... %zu hops ...", elided);
-    rb_ary_push(path, marker_hop("elided", SIZET2NUM(elided), text));
+    rb_ary_push(path, marker_hop("elided", SIZET2NUM(elided), "... (hops elided) ..."));
     VALUE tail = rb_ary_new_capa((long)half);
     push_up(rv, tail, node, half);
     rb_ary_reverse(tail);
