@@ -47,12 +47,7 @@ module ObjectSpace::AllocationSampler
     # allocation), by estimated bytes or objects, allocated or in use.
     def report_impl(io = $stdout, top: 20, by: :alloc_space)
       check_value(by, "by")
-      unless top.is_a?(Integer) && top >= 1
-        raise ArgumentError, "top must be an Integer >= 1 (got #{top.inspect})"
-      end
-      unless io.respond_to?(:write)
-        raise ArgumentError, "io must respond to write (got #{io.inspect})"
-      end
+      check_report_args(io, top)
       sites = Hash.new { |h, k| h[k] = { alloc_space: 0.0, alloc_objects: 0.0, inuse_space: 0.0, inuse_objects: 0.0, ages: [] } }
       rows = site_totals
       rows.each do |row|
@@ -112,12 +107,7 @@ module ObjectSpace::AllocationSampler
     # with its shortest path from a root and the allocation sites of what
     # it holds.  One walk of the heap (retention_rows).
     def retention_report_impl(io = $stdout, top: 20, max_objects: nil)
-      unless top.is_a?(Integer) && top >= 1
-        raise ArgumentError, "top must be an Integer >= 1 (got #{top.inspect})"
-      end
-      unless io.respond_to?(:write)
-        raise ArgumentError, "io must respond to write (got #{io.inspect})"
-      end
+      check_report_args(io, top)
       walk, rows = retention_rows(max_objects)
       groups = {}.compare_by_identity
       rows.each do |path, weight, (klass, where)|
@@ -151,6 +141,15 @@ module ObjectSpace::AllocationSampler
       end
       io.write("(no live samples: start the sampler, or widen its interval)\n") if rows.empty?
       ranked.size
+    end
+
+    def check_report_args(io, top)
+      unless top.is_a?(Integer) && top >= 1
+        raise ArgumentError, "top must be an Integer >= 1 (got #{top.inspect})"
+      end
+      return if io.respond_to?(:write)
+
+      raise ArgumentError, "io must respond to write (got #{io.inspect})"
     end
 
     def check_value(value, name)

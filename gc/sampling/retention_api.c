@@ -160,6 +160,7 @@ rview_end(VALUE arg)
 struct edge_add {
     struct rview *rv;
     st_table *map;
+    VALUE parent;
 };
 
 static void
@@ -180,15 +181,27 @@ edge_add_i(VALUE child, enum retention_edge kind, VALUE name, void *data)
     st_insert(a->map, (st_data_t)child, (st_data_t)rv->nedges++);
 }
 
+static VALUE
+edges_protected(VALUE arg)
+{
+    struct edge_add *a = (struct edge_add *)arg;
+    retention_names_edges(a->parent, edge_add_i, a);
+    return Qnil;
+}
+
 /* How node's parent refers to node's object: named once per parent. */
 static struct edge_entry
 edge_of(struct rview *rv, uint32_t parent, VALUE child)
 {
     st_data_t m;
     if (!st_lookup(rv->edge_maps, (st_data_t)parent, &m)) {
-        struct edge_add a = { rv, st_init_numtable() };
+        struct edge_add a = { rv, st_init_numtable(), (VALUE)rv->walk.objs[parent] };
         st_insert(rv->edge_maps, (st_data_t)parent, (st_data_t)a.map);
-        retention_names_edges((VALUE)rv->walk.objs[parent], edge_add_i, &a);
+        /* (reading a constant from a non-main Ractor can raise: the
+         * children named so far stay, the rest are references) */
+        int state = 0;
+        rb_protect(edges_protected, (VALUE)&a, &state);
+        if (state) rb_set_errinfo(Qnil);
         m = (st_data_t)a.map;
     }
     st_data_t i;
@@ -447,6 +460,15 @@ target_object(struct read *rd, size_t i)
     return obj & 1 ? 0 : (VALUE)obj;   /* (a malloc'd block is no object) */
 }
 
+/* Counts a path that ends at a marker (the cap, or no root). */
+static void
+tally(VALUE path, size_t *cut, size_t *unreachable)
+{
+    VALUE k = rb_hash_aref(RARRAY_AREF(path, 0), sym_kind);
+    if (k == sym("cut")) ++*cut;
+    if (k == sym("unreachable")) ++*unreachable;
+}
+
 static VALUE
 all_paths_body(VALUE arg)
 {
@@ -460,10 +482,7 @@ all_paths_body(VALUE arg)
         VALUE sample = sampling_sample_new(&rv->read, i);
         sampling_sample_set_path(sample, path);
         rb_ary_push(samples, sample);
-        VALUE first = RARRAY_AREF(path, 0);
-        VALUE k = rb_hash_aref(first, sym_kind);
-        if (k == sym("cut")) cut++;
-        if (k == sym("unreachable")) unreachable++;
+        tally(path, &cut, &unreachable);
     }
     a->result = walk_stats(rv, (size_t)RARRAY_LEN(samples), cut, unreachable);
     rb_hash_aset(a->result, sym("samples"), samples);
@@ -696,9 +715,7 @@ rows_body(VALUE arg)
         double weight = rec->sample.weight;
         const struct sampling_stack *site = rec->stack;
         VALUE path = target_path(rv, obj, RETENTION_SHOWN);
-        VALUE k = rb_hash_aref(RARRAY_AREF(path, 0), sym_kind);
-        if (k == sym("cut")) cut++;
-        if (k == sym("unreachable")) unreachable++;
+        tally(path, &cut, &unreachable);
         VALUE where = (VALUE)read_site(&rv->read, site, site_text_convert, NULL);
         rb_ary_push(rows, rb_ary_new_from_args(3, path, DBL2NUM(weight), where));
     }

@@ -65,8 +65,9 @@ module PprofHelper
   end
 
   # The samples of a profile as go tool pprof -raw prints them: one Hash
-  # per sample with :values (alloc_objects, alloc_space, inuse_objects,
-  # inuse_space), :labels ("key" => "value") and :functions (names,
+  # per sample with :values (in sample-type order: alloc_objects,
+  # alloc_space, inuse_objects, inuse_space; the retention view has the
+  # last two), :labels ("key" => "value") and :functions (names,
   # innermost first).  source: a path, or a URL go tool pprof fetches.
   def pprof_samples(source)
     raw = pprof("-raw", source)
@@ -77,9 +78,9 @@ module PprofHelper
     block = raw[/^Samples:\n.*?\n(.*?)^Locations/m, 1] or flunk("no samples in:\n#{raw}")
     samples = []
     block.each_line do |line|
-      if (m = line.match(/^\s+(-?\d+)\s+(-?\d+)\s+(-?\d+)\s+(-?\d+):((?: \d+)*)/))
-        samples << { values: m.captures.first(4).map(&:to_i), labels: {},
-                     functions: m[5].split.map { |id| names.fetch(id) } }
+      if (m = line.match(/^\s+((?:-?\d+\s+)*-?\d+):((?: \d+)*)/))
+        samples << { values: m[1].split.map(&:to_i), labels: {},
+                     functions: m[2].split.map { |id| names.fetch(id) } }
       elsif samples.any? && line =~ /^\s+\w+:\[/
         line.scan(/(\w+):\[([^\]]*)\]/) { |k, v| samples.last[:labels][k] = v }
       end

@@ -33,7 +33,7 @@ class TestRetentionPprof < Minitest::Test
     assert_operator funcs.index("TestRetentionPprof#fill"), :<, funcs.index("[:users] (Array)")
     # values: in-use weight, equal to what the samples say
     weight = samples_at(Sampler.samples, LINE, String).select(&:live?).sum(&:weight)
-    samples = pprof_samples_retention(file)
+    samples = pprof_samples(file)
     held = samples.select { |s| s[:functions].include?("[:users] (Array)") }.sum { |s| s[:values][1] }
     assert_equal weight, held
     # -top merges by path
@@ -44,24 +44,5 @@ class TestRetentionPprof < Minitest::Test
     # the default view is the allocations profile
     assert_equal Sampler.pprof.bytesize > 0, true
     assert_equal Sampler.pprof(view: :allocations).byteslice(0, 2), Sampler.pprof.byteslice(0, 2)
-  end
-
-  # go tool pprof -raw for a profile of two values (inuse_objects, inuse_space)
-  def pprof_samples_retention(file)
-    raw = pprof("-raw", file)
-    names = {}
-    raw[/^Locations\n(.*?)(^Mappings|\z)/m, 1].to_s.each_line do |line|
-      m = line.match(/^\s+(\d+): 0x\h+ M=\d+ (.*) \S+ s=/) and names[m[1]] = m[2]
-    end
-    block = raw[/^Samples:\n.*?\n(.*?)^Locations/m, 1]
-    samples = []
-    block.each_line do |line|
-      if (m = line.match(/^\s+(-?\d+)\s+(-?\d+):((?: \d+)*)/))
-        samples << { values: m.captures.first(2).map(&:to_i), labels: {}, functions: m[3].split.map { |id| names.fetch(id) } }
-      elsif samples.any? && line =~ /^\s+\w+:\[/
-        line.scan(/(\w+):\[([^\]]*)\]/) { |k, v| samples.last[:labels][k] = v }
-      end
-    end
-    samples
   end
 end
