@@ -169,9 +169,9 @@ retention_names_edges(VALUE parent, retention_edge_fn *fn, void *data)
       default:
         break;
     }
-    if (type != T_ICLASS && (type == T_OBJECT || type == T_CLASS || type == T_MODULE || FL_TEST(parent, FL_EXIVAR))) {
-        rb_ivar_foreach(parent, ivar_i, (st_data_t)&e);
-    }
+    /* (any other object may have generic instance variables: rb_ivar_foreach
+     * looks them up, and finds none on most) */
+    if (type != T_ICLASS) rb_ivar_foreach(parent, ivar_i, (st_data_t)&e);
     if (type == T_CLASS) {
         VALUE super = rb_class_get_superclass(parent);
         if (!NIL_P(super) && super) fn(super, RETENTION_EDGE_SUPERCLASS, Qnil, data);
