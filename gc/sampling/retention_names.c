@@ -163,9 +163,12 @@ retention_names_edges(VALUE parent, retention_edge_fn *fn, void *data)
             }
         }
         break;
-      case T_IMEMO:
+      case T_IMEMO: {
+        VALUE owner;
         if (imemo_type(parent) == imemo_env) env_locals(parent, &e);
+        else if ((owner = SAMPLING_FIELDS_OWNER(parent)) != Qfalse) rb_ivar_foreach(owner, ivar_i, (st_data_t)&e);
         return;
+      }
       default:
         break;
     }

@@ -227,6 +227,11 @@ module RetentionHelper
   end
 
   def labels(path) = path.map { |h| h[:label] }.join(" -> ")
+
+  # Runs the block in a thread that ends: a structure built there leaves
+  # no stale word on the main thread's machine stack (a root, scanned
+  # conservatively), so its shortest path is the one the test built.
+  def in_thread(&block) = Thread.new(&block).join.value
 end
 
 class Minitest::Test

@@ -14,7 +14,7 @@ class TestRetentionCap < Minitest::Test
 
   def test_cap_cuts_paths
     Sampler.start(interval: 1, mode: :fixed)
-    fill
+    in_thread { fill }
     Sampler.stop
     r = Sampler.retention(max_objects: 2_000)
     assert r[:cut], "the walk says it was cut"

@@ -11,7 +11,7 @@ class TestRetentionClosure < Minitest::Test
 
   def test_closure_local
     Sampler.start(interval: 1, mode: :fixed)
-    $retention_closure = make_closure
+    in_thread { $retention_closure = make_closure }
     Sampler.stop
     s = samples_at(Sampler.retention[:samples], LINE, Array)[0]
     refute_nil s

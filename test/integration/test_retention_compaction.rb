@@ -14,7 +14,7 @@ class TestRetentionCompaction < Minitest::Test
     GC.auto_compact = true
     Sampler.start(interval: 1, mode: :fixed)
     junk = Array.new(20_000) { Object.new }
-    fill
+    in_thread { fill }
     junk = nil
     Sampler.stop
     GC.compact

@@ -12,7 +12,7 @@ class TestRetentionConstant < Minitest::Test
 
   def test_constant_full_name
     Sampler.start(interval: 1, mode: :fixed)
-    fill
+    in_thread { fill }
     Sampler.stop
     s = samples_at(Sampler.retention[:samples], LINE, String)[3]
     refute_nil s

@@ -13,7 +13,7 @@ class TestRetentionCycle < Minitest::Test
 
   def test_cycle
     Sampler.start(interval: 1, mode: :fixed)
-    fill
+    in_thread { fill }
     Sampler.stop
     nodes = samples_at(Sampler.retention[:samples], LINE, Node)
     assert_equal 2, nodes.size

@@ -15,7 +15,7 @@ class TestRetentionFinalizer < Minitest::Test
   def test_finalizer_root
     resource = Resource.new
     Sampler.start(interval: 1, mode: :fixed)
-    fill(resource)
+    in_thread { fill(resource) }
     Sampler.stop
     s = samples_at(Sampler.retention[:samples], LINE, Array)[0]
     refute_nil s

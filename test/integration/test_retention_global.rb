@@ -16,7 +16,7 @@ class TestRetentionGlobal < Minitest::Test
 
   def test_global_hash_of_arrays_of_strings
     Sampler.start(interval: 1, mode: :fixed)
-    fill
+    in_thread { fill }
     Sampler.stop
     strings = samples_at(Sampler.retention[:samples], LINE, String)
     assert_operator strings.size, :>=, 50

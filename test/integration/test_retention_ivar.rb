@@ -15,7 +15,7 @@ class TestRetentionIvar < Minitest::Test
 
   def test_instance_variable
     Sampler.start(interval: 1, mode: :fixed)
-    fill
+    in_thread { fill }
     Sampler.stop
     s = samples_at(Sampler.retention[:samples], Holder::LINE, String)[4]
     refute_nil s

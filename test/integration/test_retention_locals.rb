@@ -24,7 +24,7 @@ class TestRetentionLocals < Minitest::Test
     q = Queue.new
     t = Thread.new { q.pop }
     Sampler.start(interval: 1, mode: :fixed)
-    fill(t)
+    in_thread { fill(t) }
     Sampler.stop
     check(LINE, t)
     check(LINE + 1, t)

@@ -21,7 +21,7 @@ class TestRetentionLongList < Minitest::Test
 
   def test_long_list
     Sampler.start(interval: 1, mode: :fixed, max_samples: 200_000)
-    fill
+    in_thread { fill }
     Sampler.stop
     tail = samples_at(Sampler.samples, LINE, Link).first    # the first made is the tail
     refute_nil tail

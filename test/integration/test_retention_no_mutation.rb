@@ -19,10 +19,14 @@ class TestRetentionNoMutation < Minitest::Test
     objects = ($retention_things + [$retention_hash] + $retention_things.map { |t| t.instance_variable_get(:@s) })
     before = objects.map { |o| ObjectSpace.dump(o) }
     flags_before = objects.map { |o| [o.frozen?, o.instance_variables] }
+    # (no GC meanwhile: one would age the objects, which is the collector's
+    # doing, not the walk's)
+    GC.disable
     Sampler.retention
     Sampler.samples.each(&:retention_path)
     Sampler.pprof(view: :retention)
     Sampler.retention_report(StringIO.new)
+    GC.enable
     GC.verify_internal_consistency
     assert_equal before, objects.map { |o| ObjectSpace.dump(o) }
     assert_equal flags_before, objects.map { |o| [o.frozen?, o.instance_variables] }

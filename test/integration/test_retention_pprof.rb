@@ -15,7 +15,7 @@ class TestRetentionPprof < Minitest::Test
 
   def test_retention_view
     Sampler.start(interval: 1024, mode: :fixed)
-    fill
+    in_thread { fill }
     Sampler.stop
     GC.start    # (the temporaries die: what is left in use is what the path holds)
     file = File.join(Dir.mktmpdir, "retention.pb.gz")

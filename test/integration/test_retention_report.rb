@@ -16,7 +16,7 @@ class TestRetentionReport < Minitest::Test
 
   def test_report
     Sampler.start(interval: 512, mode: :fixed)
-    fill
+    in_thread { fill }
     Sampler.stop
     out = StringIO.new
     rows = Sampler.retention_report(out, top: 5)
