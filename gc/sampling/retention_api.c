@@ -469,24 +469,41 @@ tally(VALUE path, size_t *cut, size_t *unreachable)
     if (k == sym("unreachable")) ++*unreachable;
 }
 
+/* One walk, then a row per live slot sample (row(rv, index, path): the
+ * path shows `shown` hops, 0: all); a->result = [stats, rows]. */
+typedef VALUE target_row_fn(struct rview *rv, size_t index, VALUE path);
+
+static void
+walk_rows(struct all_paths *a, size_t shown, target_row_fn *row)
+{
+    struct rview *rv = &a->rv;
+    rview_walk(rv);
+    VALUE rows = rb_ary_new();
+    size_t cut = 0, unreachable = 0;
+    LIVE_TARGETS_FOREACH(rv, i, obj) {
+        VALUE path = target_path(rv, obj, shown);
+        tally(path, &cut, &unreachable);
+        rb_ary_push(rows, row(rv, i, path));
+    }
+    a->result = rb_ary_new_from_args(2, walk_stats(rv, (size_t)RARRAY_LEN(rows), cut, unreachable), rows);
+}
+
+static VALUE
+sample_row(struct rview *rv, size_t i, VALUE path)
+{
+    VALUE sample = sampling_sample_new(&rv->read, i);
+    sampling_sample_set_path(sample, path);
+    return sample;
+}
+
 static VALUE
 all_paths_body(VALUE arg)
 {
     struct all_paths *a = (struct all_paths *)arg;
-    struct rview *rv = &a->rv;
-    rview_walk(rv);
-    VALUE samples = rb_ary_new();
-    size_t cut = 0, unreachable = 0;
-    LIVE_TARGETS_FOREACH(rv, i, obj) {
-        VALUE path = target_path(rv, obj, 0);
-        VALUE sample = sampling_sample_new(&rv->read, i);
-        sampling_sample_set_path(sample, path);
-        rb_ary_push(samples, sample);
-        tally(path, &cut, &unreachable);
-    }
-    a->result = walk_stats(rv, (size_t)RARRAY_LEN(samples), cut, unreachable);
-    rb_hash_aset(a->result, sym("samples"), samples);
-    return a->result;
+    walk_rows(a, 0, sample_row);
+    VALUE stats = RARRAY_AREF(a->result, 0);
+    rb_hash_aset(stats, sym("samples"), RARRAY_AREF(a->result, 1));
+    return a->result = stats;
 }
 
 /* retention(max_objects: nil) => {samples: [Sample, ...], cut:, cut_paths:,
@@ -703,23 +720,19 @@ site_text_convert(const struct sampling_names *names, void *arg)
 }
 
 static VALUE
+report_row(struct rview *rv, size_t i, VALUE path)
+{
+    const struct sampling_record *rec = read_record(&rv->read, i);
+    double weight = rec->sample.weight;
+    VALUE where = (VALUE)read_site(&rv->read, rec->stack, site_text_convert, NULL);
+    return rb_ary_new_from_args(3, path, DBL2NUM(weight), where);
+}
+
+static VALUE
 rows_body(VALUE arg)
 {
     struct all_paths *a = (struct all_paths *)arg;
-    struct rview *rv = &a->rv;
-    rview_walk(rv);
-    VALUE rows = rb_ary_new();
-    size_t cut = 0, unreachable = 0;
-    LIVE_TARGETS_FOREACH(rv, i, obj) {
-        const struct sampling_record *rec = read_record(&rv->read, i);
-        double weight = rec->sample.weight;
-        const struct sampling_stack *site = rec->stack;
-        VALUE path = target_path(rv, obj, RETENTION_SHOWN);
-        tally(path, &cut, &unreachable);
-        VALUE where = (VALUE)read_site(&rv->read, site, site_text_convert, NULL);
-        rb_ary_push(rows, rb_ary_new_from_args(3, path, DBL2NUM(weight), where));
-    }
-    a->result = rb_ary_new_from_args(2, walk_stats(rv, (size_t)RARRAY_LEN(rows), cut, unreachable), rows);
+    walk_rows(a, RETENTION_SHOWN, report_row);
     return a->result;
 }
 
