@@ -210,6 +210,7 @@ sampling_api_init(void)
     sampling_define_labels(mSampler);
     sampling_define_delta(mSampler);
     sampling_define_timeline(mSampler);
+    sampling_define_retention(mSampler);
 
     start_from_environment();
 }

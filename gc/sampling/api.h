@@ -6,6 +6,9 @@
 #define SAMPLING_API_H
 
 #include "ruby/ruby.h"
+#include "ruby/st.h"
+
+struct sampling_names;
 
 /* Defines ObjectSpace::AllocationSampler and starts sampling if
  * RUBY_GC_SAMPLING says so (api.c). */
@@ -23,6 +26,36 @@ void sampling_define_timeline(VALUE mSampler);  /* timeline_api.c */
  * (false: the name is too long) (timeline_api.c). */
 VALUE sampling_timeline_csv(void);
 bool sampling_timeline_path(const char *profile, char *out, size_t size);
+void sampling_define_retention(VALUE mSampler); /* retention_api.c */
+
+/* sample.c, for other readers: a Sample of the record at index (which
+ * the read sees); the retention path stored with it (Qundef: none); its
+ * record's index and seq. */
+struct read;
+VALUE sampling_sample_new(struct read *rd, size_t index);
+void sampling_sample_set_path(VALUE sample, VALUE path);
+VALUE sampling_sample_path(VALUE sample);
+void sampling_sample_record(VALUE sample, uint32_t *index, uint64_t *seq);
+
+/* profile.c, for other profile views: a site's pprof location ids and
+ * class name (read_site's conversion: arg is the struct pprof; free with
+ * sampling_pprof_free_ids), its label set as pprof labels, and the
+ * profile comment every view starts with. */
+struct pprof;
+struct pprof_label;
+struct sampling_site_ids {
+    uint64_t klass;
+    uint32_t n;
+    uint64_t ids[];
+};
+st_data_t sampling_pprof_site_ids(const struct sampling_names *names, void *pprof);
+void sampling_pprof_free_ids(st_data_t ids);
+size_t sampling_pprof_set_labels(struct pprof *p, uint32_t id, struct pprof_label *out);
+void sampling_pprof_header_comments(struct pprof *p, const char *view);
+
+/* retention_api.c: the retention view's pprof (at most max_objects
+ * walked; SIZE_MAX: the whole heap). */
+VALUE sampling_retention_pprof_bytes(size_t max_objects);
 
 /* Label sets for readers (labels_api.c): a set as a frozen Hash of
  * frozen Strings (empty for 0), its pairs (labels.h; NULL for 0), and

@@ -25,6 +25,6 @@ $defs << "-DRGENGC_CHECK_MODE=1" << "-DSAMPLING_CHECKS=1" if ENV["SAMPLING_GC_CH
 
 # sample_point.c, gap.c, refset.c, sites.c and records.c are compiled inside
 # sampling.c (see there); they stay separate files for the unit tests.
-$objs = %w[sampling.o frames.o api.o read.o sample.o profile.o report.o config.o pprof.o labels.o labels_api.o delta.o timeline_api.o]
+$objs = %w[sampling.o retention.o retention_names.o retention_api.o frames.o api.o read.o sample.o profile.o report.o config.o pprof.o labels.o labels_api.o delta.o timeline_api.o]
 
 create_gc_makefile("sampling")

@@ -26,15 +26,10 @@ name_index(struct pprof *p, const char *s, uint32_t len)
     return s ? pprof_string(p, s, len) : 0;
 }
 
-/* A site's location ids, innermost first, and its class name's index. */
-struct site_ids {
-    uint64_t klass;
-    uint32_t n;
-    uint64_t ids[];
-};
-
-static void
-free_site_ids(st_data_t value)
+/* A site's location ids, innermost first, and its class name's index:
+ * struct sampling_site_ids (api.h), which other views use too. */
+void
+sampling_pprof_free_ids(st_data_t value)
 {
     free((void *)value);
 }
@@ -58,12 +53,12 @@ synthetic_location(struct pprof *p, const char *name)
     return pprof_location(p, pprof_function(p, s, s), 0);
 }
 
-static st_data_t
-pprof_convert(const struct sampling_names *names, void *arg)
+st_data_t
+sampling_pprof_site_ids(const struct sampling_names *names, void *arg)
 {
-    struct pprof *p = ((struct pprof_build *)arg)->p;
+    struct pprof *p = arg;
     uint32_t n = names->n ? names->n : 1;
-    struct site_ids *s = malloc(sizeof(*s) + n * sizeof(s->ids[0]));
+    struct sampling_site_ids *s = malloc(sizeof(*s) + n * sizeof(s->ids[0]));
     if (!s) rb_memerror();
     s->n = n;
     s->klass = names->klass ? pprof_cstring(p, names->klass) : 0;
@@ -78,8 +73,8 @@ pprof_convert(const struct sampling_names *names, void *arg)
 
 /* A site's label set as pprof string labels (labels.h); returns how
  * many it wrote to out (at most SAMPLING_LABELS_PAIRS). */
-static size_t
-pprof_set_labels(struct pprof *p, uint32_t id, struct pprof_label *out)
+size_t
+sampling_pprof_set_labels(struct pprof *p, uint32_t id, struct pprof_label *out)
 {
     const struct sampling_label_set *set = sampling_labels_set(id);
     if (!set) return 0;
@@ -95,8 +90,8 @@ pprof_set_labels(struct pprof *p, uint32_t id, struct pprof_label *out)
 /* The views of one profile (write_pprof's view:).  Each is a function
  * of its own that names its sample types and writes its samples, inside
  * the read pprof_build_body opened. */
-enum pprof_view { VIEW_ALLOCATIONS, VIEW_PEAK, VIEWS };
-static const char *const view_names[VIEWS] = { "allocations", "peak" };
+enum pprof_view { VIEW_ALLOCATIONS, VIEW_PEAK, VIEW_RETENTION, VIEWS };
+static const char *const view_names[VIEWS] = { "allocations", "peak", "retention" };
 
 /* The sample types of the allocations view, in value order: the four
  * of every heap profile, then what the samples' lives were (sites.h,
@@ -146,7 +141,7 @@ pprof_site_sample(struct pprof_build *b, const uint64_t *ids, uint32_t n, struct
 /* A site's string labels: type, memory, class, and its label set. */
 #define SITE_LABELS_MAX (3 + SAMPLING_LABELS_PAIRS)
 static size_t
-pprof_site_labels(struct pprof_build *b, const struct sampling_stack *site, const struct site_ids *s,
+pprof_site_labels(struct pprof_build *b, const struct sampling_stack *site, const struct sampling_site_ids *s,
                   struct pprof_label *labels)
 {
     struct pprof *p = b->p;
@@ -155,7 +150,7 @@ pprof_site_labels(struct pprof_build *b, const struct sampling_stack *site, cons
     labels[nlabels++] = (struct pprof_label){ b->key_memory, pprof_cstring(p, site->kind.type == SAMPLING_TYPE_MALLOC
                                                                            ? "malloc" : "slot") };
     if (s->klass) labels[nlabels++] = (struct pprof_label){ b->key_class, s->klass };
-    return nlabels + pprof_set_labels(p, site->labels, labels + nlabels);
+    return nlabels + sampling_pprof_set_labels(p, site->labels, labels + nlabels);
 }
 
 /* view: :allocations (the default): every site, allocated and in use. */
@@ -168,7 +163,7 @@ pprof_view_allocations(struct pprof_build *b)
     read_inuse(&b->read, b->inuse);
     if (b->delta) sampling_delta_begin(b->delta);
     READ_SITES_FOREACH(&b->read, site) {
-        const struct site_ids *s = (const struct site_ids *)read_site(&b->read, site, pprof_convert, b);
+        const struct sampling_site_ids *s = (const struct sampling_site_ids *)read_site(&b->read, site, sampling_pprof_site_ids, b->p);
         struct pprof_label labels[SITE_LABELS_MAX];
         size_t nlabels = pprof_site_labels(b, site, s, labels);
         struct site_values sv = read_site_values(site, b->inuse);
@@ -214,7 +209,7 @@ pprof_view_peak(struct pprof_build *b)
         st_data_t v;
         if (!st_lookup(b->inuse, (st_data_t)site, &v)) continue;
         const struct site_values *sv = (const struct site_values *)v;
-        const struct site_ids *s = (const struct site_ids *)read_site(&b->read, site, pprof_convert, b);
+        const struct sampling_site_ids *s = (const struct sampling_site_ids *)read_site(&b->read, site, sampling_pprof_site_ids, b->p);
         struct pprof_label labels[SITE_LABELS_MAX];
         size_t nlabels = pprof_site_labels(b, site, s, labels);
         double values[2] = { sv->inuse_objects, sv->inuse_space };
@@ -226,6 +221,30 @@ pprof_view_peak(struct pprof_build *b)
         uint64_t id = synthetic_location(p, READ_OTHER_SITES);
         pprof_rounded_sample(b, &id, 1, values, 2, NULL, 0);
     }
+}
+
+/* The comments every view starts with (settings, the view; records
+ * gone), and the time; inside a read. */
+void
+sampling_pprof_header_comments(struct pprof *p, const char *view)
+{
+    const struct sampling_params *params = sampler_params();
+    const struct sampling_records *r = sampler_records();
+    char comment[256];
+    snprintf(comment, sizeof(comment), "sampling GC: mode=%s interval=%llu depth=%u view=%s",
+             params->mode == SAMPLING_MODE_FIXED ? "fixed" : "poisson",
+             (unsigned long long)params->interval, params->depth, view);
+    pprof_comment(p, comment);
+    if (r->evicted || r->dropped || r->sites.folded) {
+        /* totals stay exact; in-use covers the records kept */
+        snprintf(comment, sizeof(comment), "records evicted: %llu, dropped: %llu; sites folded into "
+                 READ_OTHER_SITES ": %llu (alloc totals are exact; inuse covers the records kept)",
+                 (unsigned long long)r->evicted, (unsigned long long)r->dropped, (unsigned long long)r->sites.folded);
+        pprof_comment(p, comment);
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    pprof_time(p, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, 0);
 }
 
 static VALUE
@@ -240,22 +259,7 @@ pprof_build_body(VALUE arg)
     b->key_memory = pprof_cstring(p, "memory");
 
     read_begin(&b->read);
-    const struct sampling_records *r = sampler_records();
-    char comment[256];
-    snprintf(comment, sizeof(comment), "sampling GC: mode=%s interval=%llu depth=%u view=%s",
-             params->mode == SAMPLING_MODE_FIXED ? "fixed" : "poisson",
-             (unsigned long long)params->interval, params->depth, view_names[b->view]);
-    pprof_comment(p, comment);
-    if (r->evicted || r->dropped || r->sites.folded) {
-        /* totals stay exact; in-use covers the records kept */
-        snprintf(comment, sizeof(comment), "records evicted: %llu, dropped: %llu; sites folded into "
-                 READ_OTHER_SITES ": %llu (alloc totals are exact; inuse covers the records kept)",
-                 (unsigned long long)r->evicted, (unsigned long long)r->dropped, (unsigned long long)r->sites.folded);
-        pprof_comment(p, comment);
-    }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    pprof_time(p, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, 0);
+    sampling_pprof_header_comments(p, view_names[b->view]);
 
     switch (b->view) {
       case VIEW_PEAK: pprof_view_peak(b); break;
@@ -269,7 +273,7 @@ static VALUE
 pprof_build_ensure(VALUE arg)
 {
     struct pprof_build *b = (struct pprof_build *)arg;
-    read_end(&b->read, free_site_ids);
+    read_end(&b->read, sampling_pprof_free_ids);
     if (b->delta) sampling_delta_end(b->delta);
     read_inuse_free(b->inuse);
     pprof_free(b->p);
@@ -297,7 +301,8 @@ sampling_pprof_bytes(struct sampling_delta *delta)
     return pprof_bytes(delta, "alloc_space", VIEW_ALLOCATIONS);
 }
 
-/* view: :allocations (the default) or :peak; ArgumentError naming view
+/* view: :allocations (the default), :peak or :retention (retention_api.c
+ * builds that one: a walk of the heap); ArgumentError naming view
  * otherwise. */
 static enum pprof_view
 view_arg(VALUE view)
@@ -306,7 +311,7 @@ view_arg(VALUE view)
     for (int i = 0; i < VIEWS; i++) {
         if (view == ID2SYM(rb_intern(view_names[i]))) return (enum pprof_view)i;
     }
-    rb_raise(rb_eArgError, "view must be :allocations or :peak (got %"PRIsVALUE")", rb_inspect(view));
+    rb_raise(rb_eArgError, "view must be :allocations, :peak or :retention (got %"PRIsVALUE")", rb_inspect(view));
 }
 
 /* Writes bytes to path_or_io: an IO (anything with #write, even one that
@@ -352,6 +357,10 @@ sampler_pprof_m(int argc, VALUE *argv, VALUE self)
     }
     VALUE type = values[0];
     enum pprof_view view = view_arg(values[1]);
+    if (view == VIEW_RETENTION) {
+        if (type != Qundef) rb_raise(rb_eArgError, "default_sample_type is for view: :allocations or :peak (got %"PRIsVALUE")", rb_inspect(type));
+        return sampling_retention_pprof_bytes(SIZE_MAX);
+    }
     if (type == Qundef) return pprof_bytes(NULL, view == VIEW_PEAK ? "inuse_space" : "alloc_space", view);
     VALUE name = RB_SYMBOL_P(type) ? rb_sym2str(type) : type;
     for (size_t i = 0; view == VIEW_ALLOCATIONS && RB_TYPE_P(name, T_STRING) && i < sizeof(types) / sizeof(types[0]); i++) {
@@ -375,7 +384,9 @@ sampler_write_pprof_m(int argc, VALUE *argv, VALUE self)
     }
     enum pprof_view v = view_arg(view);
     sampling_check_destination(dest, "path_or_io");
-    return sampling_write_out(dest, pprof_bytes(NULL, v == VIEW_PEAK ? "inuse_space" : "alloc_space", v), "path_or_io");
+    VALUE bytes = v == VIEW_RETENTION ? sampling_retention_pprof_bytes(SIZE_MAX)
+                                      : pprof_bytes(NULL, v == VIEW_PEAK ? "inuse_space" : "alloc_space", v);
+    return sampling_write_out(dest, bytes, "path_or_io");
 }
 
 /* RUBY_GC_SAMPLING's out=: the profile at exit, %p the pid (resolved

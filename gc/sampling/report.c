@@ -215,11 +215,19 @@ sampler_report_m(int argc, VALUE *argv, VALUE self)
     return report_call(argc, argv, self, "report_impl");
 }
 
+/* retention_report(io = $stdout, top: 20, max_objects: nil) */
+static VALUE
+sampler_retention_report_m(int argc, VALUE *argv, VALUE self)
+{
+    return report_call(argc, argv, self, "retention_report_impl");
+}
+
 void
 sampling_define_report(VALUE mSampler)
 {
     rb_define_singleton_method(mSampler, "write_collapsed", sampler_write_collapsed_m, -1);
     rb_define_singleton_method(mSampler, "report", sampler_report_m, -1);
+    rb_define_singleton_method(mSampler, "retention_report", sampler_retention_report_m, -1);
     rb_define_private_method(rb_singleton_class(mSampler), "site_totals", sampler_site_totals_m, 0);
     rb_define_private_method(rb_singleton_class(mSampler), "peak_totals", sampler_peak_totals_m, 0);
 }

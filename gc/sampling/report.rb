@@ -52,12 +52,7 @@ module ObjectSpace::AllocationSampler
     # allocation), by estimated bytes or objects, allocated or in use.
     def report_impl(io = $stdout, top: 20, by: :alloc_space)
       check_value(by, "by")
-      unless top.is_a?(Integer) && top >= 1
-        raise ArgumentError, "top must be an Integer >= 1 (got #{top.inspect})"
-      end
-      unless io.respond_to?(:write)
-        raise ArgumentError, "io must respond to write (got #{io.inspect})"
-      end
+      check_report_args(io, top)
       rows = site_totals
       sites = by_place(rows)
       total = sites.sum { |_, h| h[by] }
@@ -157,6 +152,59 @@ module ObjectSpace::AllocationSampler
         io.write(format("%4d %10s %5.1f%%  %s\n", i + 1, by.to_s.end_with?("space") ? bytes(v) : v.round.to_s,
                         total.zero? ? 0.0 : 100.0 * v / total, shown))
       end
+    end
+
+    # The hops that name what holds an object: a retainer is the deepest
+    # of them on a path (the root when there is none).
+    RETAINER_KINDS = %i[global finalizer end_proc constant ivar class_variable local member].freeze
+
+    # Prints the top retainers by retained sampled bytes (in use), each
+    # with its shortest path from a root and the allocation sites of what
+    # it holds.  One walk of the heap (retention_rows).
+    def retention_report_impl(io = $stdout, top: 20, max_objects: nil)
+      check_report_args(io, top)
+      walk, rows = retention_rows(max_objects)
+      groups = {}.compare_by_identity
+      rows.each do |path, weight, (klass, where)|
+        i = path.rindex.with_index { |h, j| j < path.size - 1 && RETAINER_KINDS.include?(h[:kind]) } || 0
+        # (hops are made once per object for a walk: the same retainer is the same Hash;
+        # samples with no path are one group of each kind)
+        key = %i[cut unreachable].include?(path[0][:kind]) ? path[0][:kind] : path[i]
+        g = (groups[key] ||= { path: path[0..i], bytes: 0.0, samples: 0, sites: Hash.new(0.0) })
+        g[:bytes] += weight
+        g[:samples] += 1
+        g[:sites]["#{klass || '(hidden)'} at #{where}"] += weight
+      end
+      total = groups.sum { |_, g| g[:bytes] }
+      io.write(format("Retainers by retained sampled bytes: %d live samples, %s in use; walked %d objects in %.1f ms (%s)\n",
+                      rows.size, bytes(total), walk[:objects], walk[:seconds] * 1000, bytes(walk[:bytes])))
+      if walk[:cut]
+        io.write(format("(the walk stopped at its cap of %d objects: %d samples not reached have cut paths)\n",
+                        walk[:max_objects], walk[:cut_paths]))
+      end
+      io.write(format("(%d samples are not reachable from any root: garbage the next GC frees)\n", walk[:unreachable])) if walk[:unreachable] > 0
+      io.write(format("%4s %10s %6s %8s  %s\n", "rank", "retained", "share", "samples", "retainer"))
+      ranked = groups.values.sort_by { |g| [-g[:bytes], g[:path].map { |h| h[:label] }] }.first(top)
+      ranked.each_with_index do |g, i|
+        io.write(format("%4d %10s %5.1f%% %8d  %s\n", i + 1, bytes(g[:bytes]), total.zero? ? 0.0 : 100.0 * g[:bytes] / total,
+                        g[:samples], g[:path].last[:label]))
+        io.write("       path: #{g[:path].map { |h| h[:label] }.join(' -> ')}\n")
+        held = g[:sites].sort_by { |site, b| [-b, site] }
+        shown = held.first(3).map { |site, b| "#{bytes(b)} #{site}" }
+        shown << "#{held.size - 3} more sites" if held.size > 3
+        io.write("       holds: #{shown.join('; ')}\n")
+      end
+      io.write("(no live samples: start the sampler, or widen its interval)\n") if rows.empty?
+      ranked.size
+    end
+
+    def check_report_args(io, top)
+      unless top.is_a?(Integer) && top >= 1
+        raise ArgumentError, "top must be an Integer >= 1 (got #{top.inspect})"
+      end
+      return if io.respond_to?(:write)
+
+      raise ArgumentError, "io must respond to write (got #{io.inspect})"
     end
 
     def check_value(value, name)

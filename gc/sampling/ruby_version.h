@@ -59,6 +59,11 @@
  *     SAMPLING_ISEQ_AS_CFUNC_P(iseq) tells; frames.c calls it when samples
  *     are read and when a cut stack needs its caller's line, never per
  *     captured frame (on 4.0 it compares the iseq's path).
+ *   - Instance variables on retention paths.  4.0 keeps a class's ivars
+ *     and class variables (and any object's generic ivars) in an imemo
+ *     fields object the owner marks, so a path runs class -> (imemo
+ *     fields) -> value; retention_names.c names the second edge by the
+ *     owner's ivars (SAMPLING_FIELDS_OWNER).  3.4 has no such object.
  *
  * Not a difference here: patches/3.4 and patches/4.0 add the same hooks
  * with the same meaning.
@@ -103,6 +108,11 @@
 # define SAMPLING_ISEQ_AS_CFUNC_P(iseq) \
     (strncmp(RSTRING_PTR(rb_iseq_path(iseq)), "<internal:", sizeof("<internal:") - 1) == 0)
 # define SAMPLING_ONE_INTERNAL_FRAME 1
+/* retention_names.c (internal/imemo.h): a class's instance and class
+ * variables, and any object's generic ones, live in an imemo fields
+ * object that the owner marks: its children are named by the owner's
+ * ivars.  Qfalse for any other object. */
+# define SAMPLING_FIELDS_OWNER(obj) (imemo_type(obj) == imemo_fields ? rb_imemo_fields_owner(obj) : Qfalse)
 #else
 /* ---- Ruby 3.4.x ---- */
 # define SAMPLING_GC_ALLOWED_PARAM
@@ -121,6 +131,8 @@
 /* frames.c (vm_core.h): rb_iseq_attr_p(iseq, BUILTIN_ATTR_C_TRACE) */
 # define SAMPLING_ISEQ_AS_CFUNC_P(iseq) ((ISEQ_BODY(iseq)->builtin_attrs & BUILTIN_ATTR_C_TRACE) != 0)
 # define SAMPLING_ONE_INTERNAL_FRAME 0
+/* retention_names.c: 3.4 keeps fields in the object (or a table) itself */
+# define SAMPLING_FIELDS_OWNER(obj) Qfalse
 #endif
 
 #endif

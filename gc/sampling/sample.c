@@ -32,6 +32,7 @@ struct sample_view {
     uint64_t seq;
     VALUE klass;            /* Qnil for hidden / internal, or a class that died */
     VALUE frames;           /* frozen Array of frozen [path, lineno, label] */
+    VALUE path;             /* retention path found with it (retention_api.c), or 0 */
     struct sampling_sample sample;
     size_t freed_gc;
     uint64_t freed_bytes;
@@ -47,6 +48,7 @@ sample_mark(void *p)
     struct sample_view *v = p;
     rb_gc_mark_movable(v->klass);
     rb_gc_mark_movable(v->frames);
+    if (v->path) rb_gc_mark_movable(v->path);
 }
 
 static void
@@ -55,6 +57,7 @@ sample_compact(void *p)
     struct sample_view *v = p;
     v->klass = rb_gc_location(v->klass);
     v->frames = rb_gc_location(v->frames);
+    if (v->path) v->path = rb_gc_location(v->path);
 }
 
 static size_t
@@ -96,33 +99,61 @@ struct snapshot {
     VALUE result;
 };
 
+/* A Sample of the record at index, which the read sees (read_record). */
+VALUE
+sampling_sample_new(struct read *rd, size_t i)
+{
+    const struct sampling_record *rec = read_record(rd, i);
+    VALUE frames = (VALUE)read_site(rd, rec->stack, frames_convert, NULL);
+    struct sample_view *v;
+    VALUE sample = TypedData_Make_Struct(cSample, struct sample_view, &sample_type, v);
+    rec = read_record(rd, i);   /* (again: the table may have moved) */
+    const struct sampling_stack *site = rec->stack;
+    v->index = (uint32_t)i;
+    v->seq = rec->seq;
+    RB_OBJ_WRITE(sample, &v->klass, site->klass ? (VALUE)site->klass : Qnil);
+    RB_OBJ_WRITE(sample, &v->frames, frames);
+    v->sample = rec->sample;
+    v->type = site->kind.type;
+    v->imemo_type = site->kind.imemo_type;
+    v->truncated = site->truncated;
+    v->labels = site->labels;
+    v->live = rec->live_pos != SAMPLING_NONE;
+    v->freed_gc = rec->freed_gc;
+    v->freed_bytes = rec->freed_bytes;
+    v->old = rec->old;
+    return sample;
+}
+
+void
+sampling_sample_set_path(VALUE sample, VALUE path)
+{
+    RB_OBJ_WRITE(sample, &sample_get(sample)->path, path);
+}
+
+VALUE
+sampling_sample_path(VALUE sample)
+{
+    VALUE path = sample_get(sample)->path;
+    return path ? path : Qundef;
+}
+
+void
+sampling_sample_record(VALUE sample, uint32_t *index, uint64_t *seq)
+{
+    struct sample_view *v = sample_get(sample);
+    *index = v->index;
+    *seq = v->seq;
+}
+
 static VALUE
 snapshot_body(VALUE arg)
 {
     struct snapshot *snap = (struct snapshot *)arg;
     read_begin(&snap->read);
     for (size_t i = 0; i < sampler_records()->used; i++) {
-        const struct sampling_record *rec = read_record(&snap->read, i);
-        if (!rec) continue;
-        VALUE frames = (VALUE)read_site(&snap->read, rec->stack, frames_convert, NULL);
-        struct sample_view *v;
-        VALUE sample = TypedData_Make_Struct(cSample, struct sample_view, &sample_type, v);
-        rec = read_record(&snap->read, i);   /* (again: the table may have moved) */
-        const struct sampling_stack *site = rec->stack;
-        v->index = (uint32_t)i;
-        v->seq = rec->seq;
-        RB_OBJ_WRITE(sample, &v->klass, site->klass ? (VALUE)site->klass : Qnil);
-        RB_OBJ_WRITE(sample, &v->frames, frames);
-        v->sample = rec->sample;
-        v->type = site->kind.type;
-        v->imemo_type = site->kind.imemo_type;
-        v->truncated = site->truncated;
-        v->labels = site->labels;
-        v->live = rec->live_pos != SAMPLING_NONE;
-        v->freed_gc = rec->freed_gc;
-        v->freed_bytes = rec->freed_bytes;
-        v->old = rec->old;
-        rb_ary_push(snap->result, sample);
+        if (!read_record(&snap->read, i)) continue;
+        rb_ary_push(snap->result, sampling_sample_new(&snap->read, i));
     }
     return snap->result;
 }

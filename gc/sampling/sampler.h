@@ -97,6 +97,42 @@ const struct sampling_timeline *sampler_timeline(void);
 
 /* The allocation clock now (records.h; sampling.c says which bytes). */
 uint64_t sampler_clock(void);
+/* Whether Ruby code may be handed obj (a live object the sampler found):
+ * not an internal one (imemo, hidden), as ObjectSpace.each_object
+ * decides, and, once a second Ractor was made, only a shareable one. */
+bool sampler_object_visible(VALUE obj);
+
+/* ---- the retention walk (retention_walk.c; retention.h is the walk) ---- */
+
+/* Root kinds, in the order roots are added: an object several roots
+ * hold is named by the first. */
+enum sampler_root_kind {
+    SAMPLER_ROOT_GLOBAL,            /* a global variable's value */
+    SAMPLER_ROOT_FINALIZER,         /* a finalizer (ObjectSpace.define_finalizer) */
+    SAMPLER_ROOT_END_PROC,          /* an at_exit / END block */
+    SAMPLER_ROOT_VM,                /* the VM: threads, Ractors, loaded features, registered objects */
+    SAMPLER_ROOT_MACHINE_STACK,     /* the current thread's C stack and registers (conservative) */
+    SAMPLER_ROOT_OTHER,             /* any other category the VM reports */
+    SAMPLER_ROOT_KINDS
+};
+
+/* Inside a read (sampler_read_begin): stops the other Ractors (VM
+ * barrier) and walks from the roots towards the objects of the live slot
+ * records with seq < limit (only the object ~only_hidden, if that is not
+ * 0), keeping at most max_nodes nodes.  False without memory for the
+ * walk.  The one target comes complemented: the current thread's machine
+ * stack is a root, scanned conservatively, and a caller's copy of the
+ * address would be found there as a root that holds it. */
+struct retention;
+bool sampler_retention_walk(struct retention *r, size_t max_nodes, uint64_t limit, uintptr_t only_hidden);
+
+/* The object whose finalizer table `table` is, or Qundef. */
+VALUE sampler_finalizer_owner(VALUE table);
+
+/* Slots in the heap now (the most nodes a walk can need), and the bytes
+ * of a walk's visited bitmap. */
+size_t sampler_heap_slots(void);
+size_t sampler_retention_bitmap_bytes(void);
 
 /* The settings the sampler runs (or last ran) with. */
 const struct sampling_params *sampler_params(void);

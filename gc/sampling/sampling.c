@@ -849,16 +849,27 @@ sampler_object(uint32_t index, uint64_t seq)
         if (is_incremental_marking(objspace)) gc_rest(objspace);
         obj = (VALUE)sampling_records_object(&sampler.records, index, seq);
         if (obj & 1) obj = 0;   /* a malloc'd block (malloc.c) is no object */
-        /* Internal objects (imemo, hidden, singleton internals) are never
-         * handed to Ruby code, as ObjectSpace.each_object skips them. */
-        if (obj && rb_objspace_internal_object_p(obj)) obj = 0;
-        /* Nor, once a second Ractor was made, an object that is not
-         * shareable: it may belong to another Ractor (which one allocated
-         * it does not say: a message is copied by its sender), as
-         * ObjectSpace.each_object decides.  A flag test: finding out
-         * (rb_ractor_shareable_p) would walk and change the object. */
-        if (obj && sampling_ractors && !RB_OBJ_SHAREABLE_P(obj)) obj = 0;
+        if (obj && !sampler_object_visible(obj)) obj = 0;
     }
     RB_GC_VM_UNLOCK(lev);
     return obj ? obj : Qnil;
 }
+
+bool
+sampler_object_visible(VALUE obj)
+{
+    /* Internal objects (imemo, hidden, singleton internals) are never
+     * handed to Ruby code, as ObjectSpace.each_object skips them. */
+    if (rb_objspace_internal_object_p(obj)) return false;
+    /* Nor, once a second Ractor was made, an object that is not
+     * shareable: it may belong to another Ractor (which one allocated
+     * it does not say: a message is copied by its sender), as
+     * ObjectSpace.each_object decides.  A flag test: finding out
+     * (rb_ractor_shareable_p) would walk and change the object. */
+    if (sampling_ractors && !RB_OBJ_SHAREABLE_P(obj)) return false;
+    return true;
+}
+
+/* the retention walk's view of the heap */
+#include "retention.h"
+#include "retention_walk.c"

@@ -11,6 +11,9 @@
 #   GET /debug/pprof/heap             in use now (?gc=1: after a full GC)
 #   GET /debug/pprof/allocs           allocations since start
 #   GET /debug/pprof/allocs?seconds=N allocations during the next N seconds
+#   GET /debug/pprof/retention        in use now, by shortest retention path
+#                                     from a GC root (one walk of the heap,
+#                                     the program paused meanwhile)
 #
 # Every other request runs inside
 # AllocationSampler.with_labels(endpoint: "GET /path"), so its samples
@@ -86,7 +89,9 @@ module ObjectSpace
         case route
         when "/heap" then heap(query)
         when "/allocs" then allocs(query)
-        else error(404, "no profile here: #{@prefix}/heap (?gc=1) and #{@prefix}/allocs (?seconds=N) are served")
+        when "/retention" then retention
+        else error(404, "no profile here: #{@prefix}/heap (?gc=1), #{@prefix}/allocs (?seconds=N) and " \
+                        "#{@prefix}/retention are served")
         end
       rescue StandardError => e
         error(500, "#{e.class}: #{e.message}")
@@ -97,6 +102,12 @@ module ObjectSpace
 
         GC.start if query["gc"] && query["gc"] != "0"
         profile(AllocationSampler.pprof(default_sample_type: "inuse_space"), "heap")
+      end
+
+      def retention
+        return not_running unless running?
+
+        profile(AllocationSampler.pprof(view: :retention), "retention")
       end
 
       def allocs(query)

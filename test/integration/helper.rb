@@ -5,6 +5,7 @@ require "rbconfig"
 require "open3"
 require "tmpdir"
 require "stringio"
+require "objspace"
 
 Sampler = ObjectSpace::AllocationSampler
 
@@ -67,8 +68,9 @@ module PprofHelper
   end
 
   # The samples of a profile as go tool pprof -raw prints them: one Hash
-  # per sample with :values (one per sample type, in order: alloc_objects,
-  # alloc_space, inuse_objects, inuse_space, then the lifetime types), :labels ("key" => "value") and :functions (names,
+  # per sample with :values (in sample-type order: alloc_objects,
+  # alloc_space, inuse_objects, inuse_space, then the lifetime types; the
+  # retention view has inuse_objects and inuse_space only), :labels ("key" => "value") and :functions (names,
   # innermost first).  source: a path, or a URL go tool pprof fetches.
   def pprof_samples(source)
     raw = pprof("-raw", source)
@@ -105,23 +107,27 @@ class Minitest::Test
   include PprofHelper
 end
 
-# Builds test/integration/ext/nogvl.c (xmalloc and xfree without the GVL,
-# and on a thread Ruby does not know) for the Ruby under test; returns the
-# directory to put on the load path.
+# Builds test/integration/ext/NAME.c for the Ruby under test; returns the
+# directory to put on the load path.  nogvl.c: xmalloc and xfree without
+# the GVL, and on a thread Ruby does not know; cstack.c: an object held
+# only by a C local.
 module NoGVLHelper
-  def nogvl_ext_dir
-    @@nogvl_ext_dir ||= begin
-      dir = Dir.mktmpdir("nogvl")
-      src = File.join(__dir__, "ext", "nogvl.c")
+  def build_test_ext(name)
+    @@test_ext_dirs ||= {}
+    @@test_ext_dirs[name] ||= begin
+      dir = Dir.mktmpdir(name)
+      src = File.join(__dir__, "ext", "#{name}.c")
       conf, = Open3.capture2(SamplingTestHelper::RUBY, "-e",
                              'print RbConfig::CONFIG.values_at("CC", "rubyhdrdir", "rubyarchhdrdir").join("\n")')
       cc, hdr, archhdr = conf.split("\n")
       out, status = Open3.capture2e(cc, "-shared", "-fPIC", "-O1", "-I#{hdr}", "-I#{archhdr}", src,
-                                    "-o", File.join(dir, "nogvl.so"), "-lpthread")
-      raise "building nogvl.so failed:\n#{out}" unless status.success?
+                                    "-o", File.join(dir, "#{name}.so"), "-lpthread")
+      raise "building #{name}.so failed:\n#{out}" unless status.success?
       dir
     end
   end
+
+  def nogvl_ext_dir = build_test_ext("nogvl")
 end
 
 class Minitest::Test
@@ -167,4 +173,81 @@ module RackServerHelper
     body, _, code = out.rpartition("\n")
     [Integer(code), body]
   end
+end
+
+# Retention paths (AllocationSampler.retention, Sample#retention_path),
+# checked against the heap itself: every hop must be an edge that
+# ObjectSpace.reachable_objects_from reports (from an internal object,
+# which Ruby code cannot hold, the references ObjectSpace.dump_all lists
+# for it: the same mark functions), and the first hop must be among
+# ObjectSpace.reachable_objects_from_root's objects of its category.  A
+# path that does not exist in the heap fails.
+module RetentionHelper
+  ROOT_CATEGORIES = { vm: "vm", global: "global_tbl", machine_stack: "machine_context", end_proc: "end_proc" }.freeze
+
+  # The live sample of class klass allocated at line of file (the
+  # innermost frame), found without holding its object.
+  def samples_at(samples, line, klass, file: caller_locations(1, 1)[0].path)
+    samples.select { |s| s.live? && s.klass == klass && s.frames[0][0] == file && s.frames[0][1] == line }
+  end
+
+  def address_of(x)
+    if x.is_a?(ObjectSpace::InternalObjectWrapper)
+      Integer(x.inspect[/0x\h+/], 16)
+    else
+      ObjectSpace.dump(x)[/"address":"(0x\h+)"/, 1]&.to_i(16)
+    end
+  end
+
+  def dump_all_references
+    @dump_all_references ||= ObjectSpace.dump_all(output: :string).each_line.filter_map do |line|
+      address = line[/"address":"(0x\h+)"/, 1] or next
+      [address.to_i(16), line[/"references":\[([^\]]*)\]/, 1].to_s.scan(/0x\h+/).map { |a| a.to_i(16) }]
+    end.to_h
+  end
+
+  # Asserts that path exists in the heap, hop by hop; returns the number
+  # of edges checked with reachable_objects_from.
+  def assert_path_in_heap(path, root: true)
+    refute_empty path
+    checked = 0
+    GC.disable
+    root &&= path[0]
+    if !root
+      # (a part of a path: its edges only)
+    elsif (category = ROOT_CATEGORIES[root[:kind]])
+      # (an identity Hash: its keys are new Strings)
+      roots = ObjectSpace.reachable_objects_from_root.select { |k, _| k == category }.values.flatten(1)
+      assert roots.any? { |r| root[:object] ? r.equal?(root[:object]) : address_of(r) == root[:address] },
+             "the root #{root[:label]} is not among the #{category} roots"
+    else
+      assert_equal :finalizer, root[:kind], "a root kind: #{root[:label]}"
+    end
+    path.each_cons(2) do |parent, child|
+      refute_includes %i[cut unreachable elided], child[:kind], "a hop that is no edge: #{child[:label]}"
+      if parent[:object]
+        children = ObjectSpace.reachable_objects_from(parent[:object])
+        assert children.any? { |c| child[:object] ? c.equal?(child[:object]) : address_of(c) == child[:address] },
+               "#{child[:label]} is not reachable from #{parent[:label]}"
+        checked += 1
+      else
+        assert_includes dump_all_references.fetch(parent[:address], []), child[:address],
+                        "#{child[:label]} is not referenced by #{parent[:label]} (internal: ObjectSpace.dump_all)"
+      end
+    end
+    checked
+  ensure
+    GC.enable
+  end
+
+  def labels(path) = path.map { |h| h[:label] }.join(" -> ")
+
+  # Runs the block in a thread that ends: a structure built there leaves
+  # no stale word on the main thread's machine stack (a root, scanned
+  # conservatively), so its shortest path is the one the test built.
+  def in_thread(&block) = Thread.new(&block).join.value
+end
+
+class Minitest::Test
+  include RetentionHelper
 end

@@ -1,4 +1,5 @@
-# write_pprof's and pprof's view: is :allocations (the default) or :peak;
+# write_pprof's and pprof's view: is :allocations (the default), :peak or
+# :retention;
 # anything else raises ArgumentError naming view, and writes nothing.
 require_relative "helper"
 

@@ -1,0 +1,223 @@
+/*
+ * retention_walk.c: the retention walk's view of the heap (included by
+ * sampling.c after default.c: it reads the heap pages and the finalizer
+ * table).  retention.c does the breadth-first walk; this file gives it
+ *
+ *   roots     what rb_objspace_reachable_objects_from_root reports (the
+ *             VM, end procs, global variables, the current thread's
+ *             machine stack, ...) and the values of the finalizer table,
+ *             which the default GC marks itself (mark_roots) and that
+ *             function leaves out;
+ *   children  rb_objspace_reachable_objects_from: the object's own mark
+ *             function, through the mark_func_data override, so it
+ *             follows exactly the references the collector follows
+ *             (strong ones: weak references are not reported);
+ *   visited   one bit per slot beside each heap page, in malloc'd
+ *             memory: the collector's mark bits are never touched.
+ *
+ * It runs inside a read (sampler_read_begin: GC off, so nothing moves or
+ * is freed, and the VM lock), after the VM barrier when a second Ractor
+ * exists, so no other Ractor runs Ruby code while the graph is read.  It
+ * allocates no Ruby object and calls no Ruby method: what it reads stays
+ * as it was (no mark bit, no object id, no flag).
+ */
+
+void rb_objspace_reachable_objects_from(VALUE obj, void (func)(VALUE, void *), void *data);
+void rb_objspace_reachable_objects_from_root(void (func)(const char *category, VALUE, void *), void *data);
+
+/* One bit per BASE_SLOT_SIZE of each page, pages in address order (the
+ * heap's own sorted array: its order does not change while GC is off). */
+struct walk {
+    struct heap_page **pages;
+    size_t npages;
+    bits_t *bits;               /* [npages * HEAP_PAGE_BITMAP_LIMIT] */
+    struct retention *r;
+    uint32_t node;              /* the node being expanded */
+    /* roots as reported, kept until all are in: then added by kind */
+    VALUE *roots;
+    uint8_t *kinds;
+    size_t nroots, roots_cap;
+    bool failed;
+};
+
+static size_t
+walk_page_index(const struct walk *w, uintptr_t p)
+{
+    size_t lo = 0, hi = w->npages;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        uintptr_t body = (uintptr_t)w->pages[mid]->body;
+        if (p < body) hi = mid;
+        else if (p >= body + HEAP_PAGE_SIZE) lo = mid + 1;
+        else return mid;
+    }
+    return SIZE_MAX;
+}
+
+static bool
+walk_visit(void *ctx, uintptr_t obj)
+{
+    struct walk *w = ctx;
+    size_t page = walk_page_index(w, obj);
+    if (page == SIZE_MAX) return false;     /* not a heap slot: nothing to walk */
+    bits_t *word = &w->bits[page * HEAP_PAGE_BITMAP_LIMIT + BITMAP_INDEX(obj)];
+    bits_t bit = (bits_t)1 << BITMAP_OFFSET(obj);
+    if (*word & bit) return false;
+    *word |= bit;
+    return true;
+}
+
+static void
+walk_child_i(VALUE child, void *data)
+{
+    struct walk *w = data;
+    retention_add(w->r, (uintptr_t)child, w->node);
+}
+
+static void
+walk_children(void *ctx, struct retention *r, uint32_t node)
+{
+    struct walk *w = ctx;
+    w->node = node;
+    rb_objspace_reachable_objects_from((VALUE)r->objs[node], walk_child_i, w);
+}
+
+static void
+walk_push_root(struct walk *w, VALUE obj, enum sampler_root_kind kind)
+{
+    if (w->failed) return;
+    if (w->nroots == w->roots_cap) {
+        size_t cap = w->roots_cap ? w->roots_cap * 2 : 4096;
+        VALUE *roots = realloc(w->roots, cap * sizeof(*roots));
+        if (roots) w->roots = roots;
+        uint8_t *kinds = realloc(w->kinds, cap * sizeof(*kinds));
+        if (kinds) w->kinds = kinds;
+        if (!roots || !kinds) {
+            w->failed = true;
+            return;
+        }
+        w->roots_cap = cap;
+    }
+    w->roots[w->nroots] = obj;
+    w->kinds[w->nroots++] = (uint8_t)kind;
+}
+
+static enum sampler_root_kind
+root_kind_of(const char *category)
+{
+    if (!category) return SAMPLER_ROOT_OTHER;
+    if (!strcmp(category, "global_tbl")) return SAMPLER_ROOT_GLOBAL;
+    if (!strcmp(category, "vm")) return SAMPLER_ROOT_VM;
+    if (!strcmp(category, "machine_context")) return SAMPLER_ROOT_MACHINE_STACK;
+    if (!strcmp(category, "end_proc")) return SAMPLER_ROOT_END_PROC;
+    return SAMPLER_ROOT_OTHER;
+}
+
+static void
+walk_root_i(const char *category, VALUE obj, void *data)
+{
+    walk_push_root(data, obj, root_kind_of(category));
+}
+
+static int
+walk_finalizer_i(st_data_t key, st_data_t value, st_data_t data)
+{
+    walk_push_root((struct walk *)data, (VALUE)value, SAMPLER_ROOT_FINALIZER);
+    return ST_CONTINUE;
+}
+
+bool
+sampler_retention_walk(struct retention *r, size_t max_nodes, uint64_t limit, uintptr_t only_hidden)
+{
+    rb_objspace_t *objspace = rb_gc_get_objspace();
+    if (during_gc || is_incremental_marking(objspace)) return false;   /* (a read finished any GC) */
+    if (sampling_ractors) rb_gc_vm_barrier();
+
+    struct walk w = { 0 };
+    w.pages = rb_darray_ref(objspace->heap_pages.sorted, 0);
+    w.npages = rb_darray_size(objspace->heap_pages.sorted);
+    w.bits = calloc(w.npages ? w.npages * HEAP_PAGE_BITMAP_LIMIT : 1, sizeof(bits_t));
+    w.r = r;
+    uintptr_t *targets = NULL;
+    bool ok = false;
+    if (!w.bits) goto done;
+    /* Roots first, before any target's address is in a register or on
+     * this stack: the machine stack is a root, scanned conservatively,
+     * and must not find the walk's own copies. */
+    rb_objspace_reachable_objects_from_root(walk_root_i, &w);
+    if (finalizer_table) st_foreach(finalizer_table, walk_finalizer_i, (st_data_t)&w);
+
+    /* the targets: live slot records the read sees (a malloc'd block,
+     * obj with the low bit set, is no object: it has no path) */
+    const struct sampling_records *rec = &sampler.records;
+    targets = malloc((rec->nlive ? rec->nlive : 1) * sizeof(*targets));
+    if (!targets) goto done;
+    size_t ntargets = 0;
+    for (size_t i = 0; i < rec->nlive; i++) {
+        const struct sampling_record *item = &rec->items[rec->live[i].record];
+        if (item->seq >= limit || (rec->live[i].obj & 1)) continue;
+        if (only_hidden && rec->live[i].obj != ~only_hidden) continue;
+        targets[ntargets++] = rec->live[i].obj;
+    }
+    if (!retention_init(r, max_nodes, targets, ntargets, walk_visit, &w)) goto done;
+    if (w.failed) r->cut = r->failed = true;
+    /* The most telling root first: an object both a global variable and
+     * the VM hold is named by the global. */
+    for (int kind = 0; kind < SAMPLER_ROOT_KINDS; kind++) {
+        for (size_t i = 0; i < w.nroots; i++) {
+            if (w.kinds[i] == kind) retention_add_root(r, (uintptr_t)w.roots[i], (uint32_t)kind);
+        }
+    }
+    retention_run(r, walk_children, &w);
+    ok = true;
+  done:
+    free(targets);
+    free(w.bits);
+    free(w.roots);
+    free(w.kinds);
+    return ok;
+}
+
+/* The object whose finalizers `table` is (the finalizer table's key), or
+ * Qundef: for naming a finalizer root. */
+struct finalizer_owner {
+    VALUE table, owner;
+};
+
+static int
+finalizer_owner_i(st_data_t key, st_data_t value, st_data_t data)
+{
+    struct finalizer_owner *f = (struct finalizer_owner *)data;
+    if ((VALUE)value != f->table) return ST_CONTINUE;
+    f->owner = (VALUE)key;
+    return ST_STOP;
+}
+
+VALUE
+sampler_finalizer_owner(VALUE table)
+{
+    rb_objspace_t *objspace = rb_gc_get_objspace();
+    struct finalizer_owner f = { table, Qundef };
+    if (finalizer_table) st_foreach(finalizer_table, finalizer_owner_i, (st_data_t)&f);
+    return f.owner;
+}
+
+/* Slots in the heap now: no walk needs more nodes than this. */
+size_t
+sampler_heap_slots(void)
+{
+    rb_objspace_t *objspace = rb_gc_get_objspace();
+    size_t slots = 0;
+    for (size_t i = 0; i < rb_darray_size(objspace->heap_pages.sorted); i++) {
+        slots += rb_darray_get(objspace->heap_pages.sorted, i)->total_slots;
+    }
+    return slots;
+}
+
+/* Heap pages now, for the visited bitmap's size (bytes). */
+size_t
+sampler_retention_bitmap_bytes(void)
+{
+    rb_objspace_t *objspace = rb_gc_get_objspace();
+    return rb_darray_size(objspace->heap_pages.sorted) * HEAP_PAGE_BITMAP_LIMIT * sizeof(bits_t);
+}
