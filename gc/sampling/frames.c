@@ -522,7 +522,8 @@ sampling_names_of(const struct sampling_frame *frames, uint32_t nframes, uint8_t
     else {
         m = 1;
         name_synthetic(&t, &at[0], origin == SAMPLING_ORIGIN_BOOT ? "<boot>"
-                                   : origin == SAMPLING_ORIGIN_NO_GVL ? "<no GVL>" : "<no Ruby frame>");
+                                   : origin == SAMPLING_ORIGIN_NO_GVL ? "<no GVL>"
+                                   : origin == SAMPLING_ORIGIN_GC ? "<GC>" : "<no Ruby frame>");
     }
     text_add(&t, "", 0);
     if (t.failed) goto done;

@@ -443,7 +443,14 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t size, uint64_t points
     e.sample.heap = UINT8_MAX;
     e.capture = (struct sampling_capture){ sampling_hash_end(SAMPLING_HASH_START, 0, false), 0, false,
                                            SAMPLING_ORIGIN_NO_GVL, 0, NULL };
-    bool gvl = !t->busy && ruby_thread_has_gvl_p();
+    /* The collector's own mallocs during a GC (compaction's object id
+     * tables grow in gc_move) walk no stack: frames may sit on pages
+     * compaction has protected, and reading one there re-enters the
+     * collector (the read barrier moves objects back, which mallocs
+     * again: a stack overflow).  Queued, with the synthetic frame <GC>. */
+    bool in_gc = during_gc;
+    if (in_gc) e.capture.origin = SAMPLING_ORIGIN_GC;
+    bool gvl = !in_gc && !t->busy && ruby_thread_has_gvl_p();
     bool now = gvl && malloc_inline_ok();
     /* (a racy read from another Ractor: at worst one sample is applied
      * with the wrong rule) */

@@ -90,6 +90,7 @@ enum sampling_origin {
     SAMPLING_ORIGIN_BOOT,           /* before the VM could show a stack (RUBY_GC_SAMPLING at boot) */
     SAMPLING_ORIGIN_NO_FRAME,       /* a thread or fiber running no Ruby frame (its start, its end) */
     SAMPLING_ORIGIN_NO_GVL,         /* malloc'd by a thread without the GVL: its stack is not ours to walk */
+    SAMPLING_ORIGIN_GC,             /* malloc'd by the collector during a GC: no stack is walked then */
 };
 
 /* A site as text: what a reader shows of its frames and class.  Made when
