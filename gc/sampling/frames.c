@@ -133,39 +133,80 @@ capture_rest(struct capture *c, bool skip_next)
     }
 }
 
-/* The walk while the stack is pred: p is the next frame of pred to
- * compare.  Returns where the stack departs from pred (the first frame
- * not compared, or end: all of it matched), with *matched the frames of
- * pred it matched.  A method frame, the common one, costs its loads and
- * three compares; a frame whose slot holds no method entry is resolved
- * as the capture does; a rescue/ensure frame ends the comparison (the
- * capture applies its rules). */
+/* Whether cfp is pred's frame p, for the common frame: the same pc, and
+ * a slot that holds p's method entry, non-zero (so not a rescue frame:
+ * see match_step).  p may be pred's end mark (its pc is no frame's). */
+static inline bool
+plain_match(const rb_control_frame_t *cfp, const struct sampling_frame *p)
+{
+    if (p->pc != (uintptr_t)cfp->pc) return false;
+    VALUE v = cfp->ep[VM_ENV_DATA_INDEX_ME_CREF];
+    return v == p->cme && v;
+}
+
+enum match { MATCH_FRAME, MATCH_HIDDEN, MATCH_STOP };
+
+/* Whether cfp is pred's frame p, by every rule: a frame not shown is
+ * passed over, a frame whose slot holds no method entry is resolved as
+ * the capture does, and a rescue/ensure frame stops the comparison (the
+ * capture applies its rules there).
+ *
+ * The pc is compared first, before asking whether the frame is shown: a
+ * frame not shown (dummy, IFUNC) has pc 0, as pred's C frames do, but
+ * its slot holds 0 or a block method's entry, never a C method's, so it
+ * matches no C frame of pred on the method entry either, and is told
+ * apart on the slower path. */
+static inline enum match
+match_step(const rb_control_frame_t *cfp, const struct sampling_frame *p)
+{
+    const VALUE *pc = cfp->pc;
+    if (RB_UNLIKELY(p->pc != (uintptr_t)pc)) {
+        /* another frame, pred's end mark, or a frame not shown */
+        return !pc && cfp->iseq ? MATCH_HIDDEN : MATCH_STOP;
+    }
+    const VALUE *ep = cfp->ep;
+    VALUE v = ep[VM_ENV_DATA_INDEX_ME_CREF];
+    /* pred's method entry is one (or 0) and alive (a site whose
+     * reference died is not a recent one): a slot equal to it and
+     * non-zero holds that method entry, so the frame is no rescue
+     * frame */
+    if (RB_UNLIKELY(v != p->cme || !v)) {
+        if (!pc && cfp->iseq) return MATCH_HIDDEN;
+        if (!imemo_kind_p(v, imemo_ment)) {
+            if (rescue_frame_p(cfp)) return MATCH_STOP;
+            v = frame_method_entry_slow(ep, v);
+        }
+        if (v != p->cme) return MATCH_STOP;
+    }
+    /* Equal pcs are equal iseqs: a pc lies inside its iseq's code,
+     * pred's iseq is alive, and a C frame (pc 0) has none. */
+    SAMPLING_ASSERT(p->iseq == (uintptr_t)cfp->iseq);
+    return MATCH_FRAME;
+}
+
+/* The walk while the stack is pred (a stored site's frames, with their
+ * end mark), from cfp to end.  Returns where the stack departs from pred
+ * (the first frame not matched, or end: all of it matched), with
+ * *matched the frames of pred it matched.  Common frames go two a round
+ * (plain_match: two loads, two compares and a test each; benchmark/results
+ * has the cost of a frame); any other frame takes one step of every
+ * rule (match_step). */
 static inline const rb_control_frame_t *
 match_pred(const rb_control_frame_t *cfp, const rb_control_frame_t *end, const struct sampling_frame *pred,
-           uint32_t npred, uint32_t *matched)
+           uint32_t *matched)
 {
-    const struct sampling_frame *p = pred, *pend = pred + npred;
-    for (; cfp != end; cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp)) {
-        const VALUE *pc = cfp->pc;
-        if (RB_UNLIKELY(!pc) && cfp->iseq) continue;  /* not shown */
-        /* Equal pcs are equal iseqs: a pc lies inside its iseq's code,
-         * pred's iseq is alive, and a C frame (pc 0) has none. */
-        SAMPLING_ASSERT(p == pend || p->pc != (uintptr_t)pc || p->iseq == (uintptr_t)cfp->iseq);
-        if (p == pend || p->pc != (uintptr_t)pc) break;
-        const VALUE *ep = cfp->ep;
-        VALUE v = ep[VM_ENV_DATA_INDEX_ME_CREF];
-        /* pred's method entry is one (or 0) and alive (a site whose
-         * reference died is not a recent one): a slot equal to it and
-         * non-zero holds that method entry, so the frame is no rescue
-         * frame */
-        if (RB_UNLIKELY(v != p->cme || !v)) {
-            if (!imemo_kind_p(v, imemo_ment)) {
-                if (rescue_frame_p(cfp)) break;
-                v = frame_method_entry_slow(ep, v);
-            }
-            if (v != p->cme) break;
+    const struct sampling_frame *p = pred;
+    const rb_control_frame_t *last = end - 1;   /* (frames go up toward end) */
+    while (cfp != end) {
+        while (cfp < last && plain_match(cfp, p) && plain_match(cfp + 1, p + 1)) {
+            cfp += 2;
+            p += 2;
         }
-        p++;
+        if (cfp == end) break;
+        enum match m = match_step(cfp, p);
+        if (m == MATCH_STOP) break;
+        if (m == MATCH_FRAME) p++;
+        cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp);
     }
     *matched = (uint32_t)(p - pred);
     return cfp;
@@ -209,7 +250,7 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, struct sampl
         const struct sampling_stack *pred = recent[i];
         if (!pred || pred->cfps != cfps || pred->truncated || !pred->nframes) continue;
         uint32_t matched;
-        const rb_control_frame_t *at = match_pred(cfp, fast_end, pred->frames, pred->nframes, &matched);
+        const rb_control_frame_t *at = match_pred(cfp, fast_end, pred->frames, &matched);
         if (at == end_cfp && matched == pred->nframes) {
             return (struct sampling_capture){ pred->hash, matched, false, SAMPLING_ORIGIN_FRAMES, cfps, pred };
         }

@@ -257,7 +257,8 @@ sites_lookup(struct sampling_sites *sites, const struct sampling_site_key *key, 
     }
     if (sites->count >= sites->max && !(may_fold && site_fold_oldest_idle(sites))) return NULL;
     if (probe_full(t->size, t->capacity) && !table_grow(t)) return NULL;
-    struct sampling_stack *s = malloc(sizeof(*s) + key->nframes * sizeof(*key->frames));
+    /* (one frame more: the end mark the capture's compare stops at) */
+    struct sampling_stack *s = malloc(sizeof(*s) + (key->nframes + 1) * sizeof(*key->frames));
     if (!s) return NULL;
     memset(s, 0, sizeof(*s));
     s->hash = key->hash;
@@ -268,6 +269,7 @@ sites_lookup(struct sampling_sites *sites, const struct sampling_site_key *key, 
     s->labels = key->labels;
     s->id = ++site_ids;
     memcpy(s->frames, key->frames, key->nframes * sizeof(*key->frames));
+    s->frames[s->nframes] = (struct sampling_frame){ 0, 0, SAMPLING_FRAME_END };
     if (!stack_hold_refs(sites, s)) {
         free(s);
         return NULL;

@@ -57,6 +57,9 @@ struct sampling_frame {
 };
 
 #define SAMPLING_FRAME_LOCATION_ONLY ((uintptr_t)1)
+/* The pc of the mark after a stored site's last frame (frames[nframes]):
+ * no control frame's pc (0 or aligned), so a compare stops there. */
+#define SAMPLING_FRAME_END (~(uintptr_t)0)
 
 /* The stack hash: every frame's pc, innermost first, one multiply a
  * frame, then the count and the cut.  The capture mixes each pc in as it
@@ -181,7 +184,7 @@ struct sampling_stack {
     struct sampling_kind kind;
     bool truncated;         /* cut at depth */
     bool refs_old;          /* every reference was old at the last look (check_refs) */
-    struct sampling_frame frames[];
+    struct sampling_frame frames[];     /* nframes, then one with pc SAMPLING_FRAME_END */
 };
 
 struct sampling_stack_table {

@@ -7,7 +7,7 @@
 # so that a stack is often the same as a recent one and often departs from
 # one after some frames (same method, other block; same caller line, other
 # C method; a rescue or ensure frame, whose next frame is not shown;
-# recursion one level deeper): every sample must still be its own stack.
+# recursion one level deeper; C-level blocks, not shown): every sample must still be its own stack.
 #
 # The probes have ten instance variables, so they live in a heap of their
 # own (the recent sites are kept per heap), and the sampled phase makes
@@ -55,7 +55,15 @@ class RepeatSites
   def deep(r, n) = n.zero? ? RepeatProbe.new(r) : deep(r, n - 1)
 
   def self.dm_class = Class.new { define_method(:dm) { |r| RepeatProbe.new(r) } }
+
+  # C-level blocks: IFUNC frames, not shown, whose pc is 0 as a C frame's
+  # is (match_step tells them apart on the method entry); the second is
+  # a method whose body is a Method's proc (an IFUNC frame holding a
+  # method entry)
+  def in_slice(r) = [1].each_slice(1) { return RepeatProbe.new(r) }
+  def in_cons(r) = [1].each_cons(1) { return RepeatProbe.new(r) }
 end
+RepeatSites.define_method(:via_method_proc, &RepeatSites.new.method(:plain).to_proc)
 
 class TestRepeatedStacks < Minitest::Test
   def frames_of(locs) = locs.map { |l| [l.path, l.lineno, l.label] }
@@ -70,6 +78,7 @@ class TestRepeatedStacks < Minitest::Test
       ->(r) { sites.in_rescue(r) }, ->(r) { sites.in_ensure(r) },
       ->(r) { sites.c_methods(r, true) }, ->(r) { sites.c_methods(r, false) },
       ->(r) { sites.deep(r, 3) }, ->(r) { sites.deep(r, 4) }, ->(r) { dm.dm(r) },
+      ->(r) { sites.in_slice(r) }, ->(r) { sites.in_cons(r) }, ->(r) { sites.via_method_proc(r) },
     ]
     rng = Random.new(7)
     order = Array.new(120) { rng.rand(calls.size) }.flat_map { |i| [i] * (1 + rng.rand(3)) }
