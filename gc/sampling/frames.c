@@ -187,22 +187,30 @@ match_step(const rb_control_frame_t *cfp, const struct sampling_frame *p)
 /* The walk while the stack is pred (a stored site's frames, with their
  * end mark), from cfp to end.  Returns where the stack departs from pred
  * (the first frame not matched, or end: all of it matched), with
- * *matched the frames of pred it matched.  Common frames go two a round
- * (plain_match: two loads, two compares and a test each; benchmark/results
- * has the cost of a frame); any other frame takes one step of every
- * rule (match_step). */
-static inline const rb_control_frame_t *
+ * *matched the frames of pred it matched.  Each frame takes one step of
+ * every rule (match_step); with `pairs`, common frames go two a round
+ * first (plain_match: two loads, two compares and a test each), which
+ * pays on a deep stack and costs a second look at each other frame, so
+ * the capture asks for it on deep stacks only (benchmark/results has
+ * the cost of a frame). */
+static inline __attribute__((always_inline)) const rb_control_frame_t *
 match_pred(const rb_control_frame_t *cfp, const rb_control_frame_t *end, const struct sampling_frame *pred,
-           uint32_t *matched)
+           uint32_t *matched, bool pairs)
 {
     const struct sampling_frame *p = pred;
     const rb_control_frame_t *last = end - 1;   /* (frames go up toward end) */
     while (cfp != end) {
-        while (cfp < last && plain_match(cfp, p) && plain_match(cfp + 1, p + 1)) {
+        while (pairs && cfp < last && plain_match(cfp, p)) {
+            if (!plain_match(cfp + 1, p + 1)) {
+                /* the first was: the second takes the step below */
+                cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp);
+                p++;
+                break;
+            }
             cfp += 2;
             p += 2;
         }
-        if (cfp == end) break;
+        if (pairs && cfp == end) break;
         enum match m = match_step(cfp, p);
         if (m == MATCH_STOP) break;
         if (m == MATCH_FRAME) p++;
@@ -211,6 +219,9 @@ match_pred(const rb_control_frame_t *cfp, const rb_control_frame_t *end, const s
     *matched = (uint32_t)(p - pred);
     return cfp;
 }
+
+/* Control frames from which the compare goes two frames a round. */
+#define MATCH_PAIRS_MIN 24
 
 struct sampling_capture
 sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, struct sampling_stack *const *recent,
@@ -250,7 +261,8 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, struct sampl
         const struct sampling_stack *pred = recent[i];
         if (!pred || pred->cfps != cfps || pred->truncated || !pred->nframes) continue;
         uint32_t matched;
-        const rb_control_frame_t *at = match_pred(cfp, fast_end, pred->frames, &matched);
+        const rb_control_frame_t *at = cfps >= MATCH_PAIRS_MIN ? match_pred(cfp, fast_end, pred->frames, &matched, true)
+                                                               : match_pred(cfp, fast_end, pred->frames, &matched, false);
         if (at == end_cfp && matched == pred->nframes) {
             return (struct sampling_capture){ pred->hash, matched, false, SAMPLING_ORIGIN_FRAMES, cfps, pred };
         }

@@ -440,7 +440,7 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t size, uint64_t points
     e.sample.allocated_gc = objspace->profile.count;
     e.sample.allocated_bytes = clock_now(objspace, NULL);
     e.sample.size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
-    e.sample.heap = UINT8_MAX;
+    e.sample.heap = SAMPLING_HEAP_MALLOC;
     e.capture = (struct sampling_capture){ sampling_hash_end(SAMPLING_HASH_START, 0, false), 0, false,
                                            SAMPLING_ORIGIN_NO_GVL, 0, NULL };
     /* The collector's own mallocs during a GC (compaction's object id

@@ -86,7 +86,7 @@ ensure_capacity(struct sampling_records *r)
     return items_grow(r, capacity < r->max ? capacity : r->max);
 }
 
-static bool
+static inline bool
 dead_push(struct sampling_records *r, uint32_t index)
 {
     if (r->ndead == r->dead_capacity && !dead_grow(r, doubled(r->dead_capacity))) return false;

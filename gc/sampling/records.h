@@ -62,12 +62,13 @@
 /* What a sample is when it is taken, beyond its site: one struct that the
  * record, what a new sample brings (sampling_sample_in) and a Ruby Sample
  * (sample.c) all embed, so a new attribute is one field here. */
+#define SAMPLING_HEAP_MALLOC UINT8_MAX
 struct sampling_sample {
     double weight;          /* estimated bytes this sample stands for */
     size_t allocated_gc;    /* GC count when allocated */
     uint64_t allocated_bytes;   /* the allocation clock when allocated */
     uint32_t size;          /* slot bytes */
-    uint8_t heap;           /* heap index */
+    uint8_t heap;           /* heap index; SAMPLING_HEAP_MALLOC: a malloc'd block */
 };
 
 struct sampling_record {
@@ -213,7 +214,8 @@ uintptr_t sampling_records_object(const struct sampling_records *r, uint32_t ind
 static inline int
 sampling_record_kind(const struct sampling_record *rec)
 {
-    return rec->stack->kind.type == SAMPLING_TYPE_MALLOC ? SAMPLING_LIVE_MALLOC : SAMPLING_LIVE_SLOT;
+    /* (its own field, not its site's kind: a death reads no site line for it) */
+    return rec->sample.heap == SAMPLING_HEAP_MALLOC ? SAMPLING_LIVE_MALLOC : SAMPLING_LIVE_SLOT;
 }
 
 /* Bytes on the allocation clock a record's object lived (dead) or has

@@ -32,7 +32,10 @@ add(struct sampling_records *r, uintptr_t obj, int site, double weight, size_t g
     struct sampling_sample_in in = { .obj = obj, .site = { .klass = 3000, .frames = frames[site], .nframes = 1 },
                                      .sample = { .size = 40, .weight = weight, .allocated_gc = gc, .allocated_bytes = clock } };
     in.site.hash = sampling_stack_hash(frames[site], 1, false);
-    if (malloc) in.site.kind.type = SAMPLING_TYPE_MALLOC;
+    if (malloc) {
+        in.site.kind.type = SAMPLING_TYPE_MALLOC;
+        in.sample.heap = SAMPLING_HEAP_MALLOC;
+    }
     state[obj / 8] = 1;
     return sampling_records_add(r, &in);
 }
