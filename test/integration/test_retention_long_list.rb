@@ -23,7 +23,10 @@ class TestRetentionLongList < Minitest::Test
     Sampler.start(interval: 1, mode: :fixed, max_samples: 200_000)
     in_thread { fill }
     Sampler.stop
-    tail = samples_at(Sampler.samples, LINE, Link).first    # the first made is the tail
+    # the first made is the tail; the 100,000 Samples are made in a thread
+    # that ends, so no stale word of this thread's stack holds one (a
+    # Sample holds its object: a root nearer the tail than the global)
+    tail = in_thread { samples_at(Sampler.samples, LINE, Link).first }
     refute_nil tail
     # profiles show a long path by its two ends (written before this test
     # holds the path, whose hops would retain every link by a shorter way)
@@ -34,7 +37,7 @@ class TestRetentionLongList < Minitest::Test
     in_thread { Sampler.write_pprof(file, view: :retention) }
     GC.start
     path = tail.retention_path
-    assert_equal N, path.size
+    assert_equal N, path.size, "the path starts at #{path[0].slice(:kind, :name).inspect}"
     assert_equal "$retention_list", path[0][:name]
     assert path.drop(1).all? { |h| h[:kind] == :ivar && h[:name] == "@next_link" }
     assert_nil path.last[:object].next_link
