@@ -432,6 +432,7 @@ sampling_sites_verify(const struct sampling_sites *sites, size_t uses)
         if (!s->names && s->hash != sampling_stack_hash(s->frames, s->nframes, s->truncated)) {
             err = "a site's hash is not the hash of its frames";
         }
+        if (!s->names && s->frames[s->nframes].pc != SAMPLING_FRAME_END) err = "a site's frames lost their end mark";
         if (count > sites->count) err = "more sites in the list than counted";
     }
     if (!err && count != sites->count) err = "site count is wrong";

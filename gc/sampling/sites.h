@@ -27,7 +27,7 @@
  *   every site is in the site list once (count);  the table holds exactly the unnamed ones
  *   idle list == the sites with refcount 0
  *   refs counts == references held by sites
- *   a stored site's hash == sampling_stack_hash of its frames
+ *   a stored site's hash == sampling_stack_hash of its frames, which end with the end mark
  *   a stored site sits in the probe run from its home (hash and class)
  *   a recent site is a stored site (never named, never freed)
  *

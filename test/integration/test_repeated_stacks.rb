@@ -79,6 +79,9 @@ class TestRepeatedStacks < Minitest::Test
       ->(r) { sites.c_methods(r, true) }, ->(r) { sites.c_methods(r, false) },
       ->(r) { sites.deep(r, 3) }, ->(r) { sites.deep(r, 4) }, ->(r) { dm.dm(r) },
       ->(r) { sites.in_slice(r) }, ->(r) { sites.in_cons(r) }, ->(r) { sites.via_method_proc(r) },
+      # deep enough for the compare's two-frames-a-round loop (24 control
+      # frames), even and odd, and with a block partway
+      ->(r) { sites.deep(r, 30) }, ->(r) { sites.deep(r, 31) }, ->(r) { [r].map { |q| sites.deep(q, 30) }.first },
     ]
     rng = Random.new(7)
     order = Array.new(120) { rng.rand(calls.size) }.flat_map { |i| [i] * (1 + rng.rand(3)) }
