@@ -36,9 +36,7 @@ local_method_entry(VALUE v)
     return 0;
 }
 
-static NOINLINE(uintptr_t block_method_entry(const VALUE *ep));
-
-static uintptr_t
+static inline uintptr_t
 block_method_entry(const VALUE *ep)
 {
     VALUE v;
@@ -50,8 +48,25 @@ block_method_entry(const VALUE *ep)
     return local_method_entry(v);
 }
 
+/* Out of line for the capture loop, so that its common frames stay
+ * small; the compare (match_step) has the walk inline, as every stack's
+ * bottom frame (<main>, run as an eval frame) and each block takes it. */
+static NOINLINE(uintptr_t block_method_entry_call(const VALUE *ep));
+
+static uintptr_t
+block_method_entry_call(const VALUE *ep)
+{
+    return block_method_entry(ep);
+}
+
 static inline uintptr_t
 frame_method_entry_slow(const VALUE *ep, VALUE v)
+{
+    return VM_ENV_LOCAL_P(ep) ? local_method_entry(v) : block_method_entry_call(ep);
+}
+
+static inline uintptr_t
+frame_method_entry_inline(const VALUE *ep, VALUE v)
 {
     return VM_ENV_LOCAL_P(ep) ? local_method_entry(v) : block_method_entry(ep);
 }
@@ -174,7 +189,7 @@ match_step(const rb_control_frame_t *cfp, const struct sampling_frame *p)
         if (!pc && cfp->iseq) return MATCH_HIDDEN;
         if (!imemo_kind_p(v, imemo_ment)) {
             if (rescue_frame_p(cfp)) return MATCH_STOP;
-            v = frame_method_entry_slow(ep, v);
+            v = frame_method_entry_inline(ep, v);
         }
         if (v != p->cme) return MATCH_STOP;
     }

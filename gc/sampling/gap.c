@@ -31,18 +31,18 @@ zig_setup(void)
     struct sampling_zig *z = &sampling_zig;
     double x = ZIG_R, outer = x;
     double q = ZIG_V / exp(-x);
-    z->k[0] = (uint64_t)((x / q) * ZIG_SCALE);
-    z->k[1] = 0;
-    z->w[0] = q / ZIG_SCALE;
-    z->w[SAMPLING_ZIG_LAYERS - 1] = x / ZIG_SCALE;
+    z->layer[0].k = (uint64_t)((x / q) * ZIG_SCALE);
+    z->layer[1].k = 0;
+    z->layer[0].w = q / ZIG_SCALE;
+    z->layer[SAMPLING_ZIG_LAYERS - 1].w = x / ZIG_SCALE;
     z->f[0] = 1.0;
     z->f[SAMPLING_ZIG_LAYERS - 1] = exp(-x);
     for (int i = SAMPLING_ZIG_LAYERS - 2; i >= 1; i--) {
         x = -log(ZIG_V / x + exp(-x));
-        z->k[i + 1] = (uint64_t)((x / outer) * ZIG_SCALE);
+        z->layer[i + 1].k = (uint64_t)((x / outer) * ZIG_SCALE);
         outer = x;
         z->f[i] = exp(-x);
-        z->w[i] = x / ZIG_SCALE;
+        z->layer[i].w = x / ZIG_SCALE;
     }
     zig_ready = true;
 }
@@ -53,11 +53,11 @@ sampling_exp_slow(struct sampling_rng *rng, uint64_t r)
     for (;;) {
         unsigned i = (unsigned)(r & (SAMPLING_ZIG_LAYERS - 1));
         uint64_t j = r >> 8;
-        if (j < sampling_zig.k[i]) return (double)j * sampling_zig.w[i];
+        if (j < sampling_zig.layer[i].k) return (double)j * sampling_zig.layer[i].w;
         /* the base layer's tail: past R, exp is memoryless */
         if (i == 0) return ZIG_R - log(sampling_rng_uniform(rng));
         /* the wedge between the layer's rectangle and the curve */
-        double x = (double)j * sampling_zig.w[i];
+        double x = (double)j * sampling_zig.layer[i].w;
         double y = sampling_zig.f[i] + sampling_rng_uniform(rng) * (sampling_zig.f[i - 1] - sampling_zig.f[i]);
         if (y < exp(-x)) return x;
         r = sampling_rng_next(rng);

@@ -95,9 +95,13 @@ sampling_rng_uniform(struct sampling_rng *rng)
  * first time a generator is seeded. */
 #define SAMPLING_ZIG_LAYERS 256
 
-struct sampling_zig {
-    uint64_t k[SAMPLING_ZIG_LAYERS];    /* x[i-1] / x[i], scaled by 2^56: below it, inside */
-    double w[SAMPLING_ZIG_LAYERS];      /* x[i] / 2^56 */
+/* A layer's k and w side by side: the inline test reads one cache line. */
+struct sampling_zig_layer {
+    uint64_t k;     /* x[i-1] / x[i], scaled by 2^56: below it, inside */
+    double w;       /* x[i] / 2^56 */
+};
+struct __attribute__((aligned(64))) sampling_zig {
+    struct sampling_zig_layer layer[SAMPLING_ZIG_LAYERS];
     double f[SAMPLING_ZIG_LAYERS];      /* exp(-x[i]) */
 };
 extern struct sampling_zig sampling_zig;
@@ -112,7 +116,8 @@ sampling_exp(struct sampling_rng *rng)
     uint64_t r = sampling_rng_next(rng);
     unsigned i = (unsigned)(r & (SAMPLING_ZIG_LAYERS - 1));
     uint64_t j = r >> 8;
-    if (__builtin_expect(j < sampling_zig.k[i], 1)) return (double)(int64_t)j * sampling_zig.w[i];
+    const struct sampling_zig_layer *l = &sampling_zig.layer[i];
+    if (__builtin_expect(j < l->k, 1)) return (double)(int64_t)j * l->w;
     return sampling_exp_slow(rng, r);
 }
 

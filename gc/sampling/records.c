@@ -229,23 +229,29 @@ live_move(struct sampling_records *r, size_t from, size_t to)
     r->items[r->live[to].record].live_pos = (uint32_t)to;
 }
 
+/* A dead record for the queue when the queue is full: it grows, or with
+ * no memory the record is forgotten instead. */
+static __attribute__((noinline, cold)) void
+dead_push_grow(struct sampling_records *r, uint32_t index)
+{
+    if (!dead_push(r, index)) release_slot(r, index);
+}
+
 /* The walk's dead branch, live[i] found dead: out of line, so that the
  * walk stays small enough for the compiler to inline it with its
  * liveness function (sampling.c), the survivors' path a few
- * instructions a record. */
+ * instructions a record.  Its own common path calls nothing (the queue
+ * was sized for max records at start: sampling_records_reserve), so it
+ * saves no registers. */
 static __attribute__((noinline)) void
-walk_dead(struct sampling_records *r, size_t i, struct sampling_now now)
+walk_dead(struct sampling_records *r, size_t i, const struct sampling_now *now)
 {
     uint32_t index = r->live[i].record;
     /* Dead: drop the reference now, before the sweep reuses the slot. */
     struct sampling_record *rec = &r->items[index];
     rec->live_pos = SAMPLING_NONE;
     live_forget(r, rec);
-    record_end_life(r, rec, now);
-    if (!dead_push(r, index)) {
-        /* No memory to queue it: forget the record instead. */
-        release_slot(r, index);
-    }
+    record_end_life(r, rec, *now);
     /* Fill the hole with an entry not yet checked, keeping the old
      * part contiguous: the last old entry fills an old hole, the last
      * entry fills the old part's new end. */
@@ -258,6 +264,12 @@ walk_dead(struct sampling_records *r, size_t i, struct sampling_now now)
         live_move(r, r->nlive - 1, i);
     }
     r->nlive--;
+    if (__builtin_expect(r->ndead < r->dead_capacity, 1)) {
+        r->dead[dead_at(r, r->ndead)] = index;
+        r->ndead++;
+        return;
+    }
+    dead_push_grow(r, index);
 }
 
 void
@@ -285,7 +297,7 @@ sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn
             i++;
             continue;
         }
-        walk_dead(r, i, now);
+        walk_dead(r, i, &now);
     }
 }
 
