@@ -140,9 +140,9 @@ read_inuse(struct read *rd, st_table *inuse)
         const struct sampling_record *rec = read_record(rd, r->live[i].record);
         if (!rec) continue;
         struct site_values *sv = values_at(inuse, (st_data_t)rec->stack);
-        sv->inuse_space += rec->sample.weight;
-        sv->inuse_objects += rec->sample.weight / rec->sample.size;
-        sv->inuse_heaptime += rec->sample.weight * (double)sampling_record_age_bytes(rec, clock);
+        sv->inuse_space += rec->weight;
+        sv->inuse_objects += rec->weight / rec->size;
+        sv->inuse_heaptime += rec->weight * (double)sampling_record_age_bytes(rec, clock);
     }
 }
 
@@ -155,8 +155,8 @@ read_peak(struct read *rd, st_table *by_site, struct site_values *other)
         const struct sampling_record *rec = read_record(rd, i);
         if (!rec || !sampling_record_in_peak(r, rec)) continue;
         struct site_values *sv = values_at(by_site, (st_data_t)rec->stack);
-        sv->inuse_space += rec->sample.weight;
-        sv->inuse_objects += rec->sample.weight / rec->sample.size;
+        sv->inuse_space += rec->weight;
+        sv->inuse_objects += rec->weight / rec->size;
     }
     /* the others by their site ids; those of sites gone since, to other */
     const struct sampling_peak_set *peak = &r->peak;

@@ -7,6 +7,8 @@
 
 /* ---- records ---- */
 
+_Static_assert(sizeof(struct sampling_record) == 64, "a record is one cache line");
+
 void
 sampling_records_init(struct sampling_records *r, size_t max)
 {
@@ -111,7 +113,7 @@ peak_spill(struct sampling_records *r, const struct sampling_record *rec)
         p->spill = spill;
         p->spill_capacity = capacity;
     }
-    p->spill[p->nspill++] = (struct sampling_peak_entry){ rec->stack->id, rec->sample.weight, rec->sample.size };
+    p->spill[p->nspill++] = (struct sampling_peak_entry){ rec->stack->id, rec->weight, rec->size };
 }
 
 static void
@@ -148,6 +150,18 @@ take_slot(struct sampling_records *r)
     return SAMPLING_NONE;
 }
 
+/* A new record's gc_word: live, not promoted.  (Built in a temporary,
+ * so no bit layout is assumed; the compiler folds it to shifts.) */
+static inline uint64_t
+gc_word(size_t allocated_gc, uint8_t heap)
+{
+    struct sampling_record t;
+    t.gc_word = 0;
+    t.allocated_gc = allocated_gc;
+    t.heap = heap;
+    return t.gc_word;
+}
+
 static bool
 live_push(struct sampling_records *r, uintptr_t obj, uint32_t index)
 {
@@ -173,17 +187,18 @@ sampling_records_add(struct sampling_records *r, const struct sampling_sample_in
     sampling_site_use(&r->sites, stack);
     rec->seq = r->next_seq++;
     rec->stack = stack;
-    rec->sample = in->sample;
-    rec->freed_gc = 0;
+    rec->weight = in->sample.weight;
+    rec->allocated_bytes = in->sample.allocated_bytes;
     rec->freed_bytes = 0;
     rec->death = 0;
-    rec->old = 0;
+    rec->gc_word = gc_word(in->sample.allocated_gc, in->sample.heap);
+    rec->size = in->sample.size;
     if (!live_push(r, in->obj, index)) {    /* (sets live_pos) */
         release_slot(r, index);
         goto dropped;
     }
     int kind = sampling_record_kind(rec);
-    r->live_space[kind] += rec->sample.weight;
+    r->live_space[kind] += rec->weight;
     r->live_count[kind]++;
     return index;
 
@@ -202,7 +217,7 @@ static inline void
 live_forget(struct sampling_records *r, const struct sampling_record *rec)
 {
     int kind = sampling_record_kind(rec);
-    r->live_space[kind] -= rec->sample.weight;
+    r->live_space[kind] -= rec->weight;
     if (--r->live_count[kind] == 0) r->live_space[kind] = 0;
 }
 
@@ -211,12 +226,15 @@ live_forget(struct sampling_records *r, const struct sampling_record *rec)
 static inline void
 record_end_life(struct sampling_records *r, struct sampling_record *rec, struct sampling_now now)
 {
+    size_t gcs = now.gc > (size_t)rec->allocated_gc ? now.gc - (size_t)rec->allocated_gc : 0;
+    rec->dead = 1;
+    rec->freed_gcs = gcs < UINT32_MAX ? (uint32_t)gcs : UINT32_MAX;
     rec->death = r->deaths++;
-    rec->freed_gc = now.gc;
     rec->freed_bytes = now.bytes;
     struct sampling_lifetimes *life = &rec->stack->life;
-    double w = rec->sample.weight;
-    life->died_space[sampling_age_bucket(sampling_record_age(rec, now.gc))] += w;
+    double w = rec->weight;
+    /* its age (sampling_record_age): the collections before this one */
+    life->died_space[sampling_age_bucket(gcs ? gcs - 1 : 0)] += w;
     if (rec->old) life->promoted_dead_space += w;
     life->heaptime += w * (double)sampling_record_age_bytes(rec, now.bytes);
 }
@@ -249,9 +267,8 @@ walk_dead(struct sampling_records *r, size_t i, const struct sampling_now *now)
     uint32_t index = r->live[i].record;
     /* Dead: drop the reference now, before the sweep reuses the slot. */
     struct sampling_record *rec = &r->items[index];
-    rec->live_pos = SAMPLING_NONE;
     live_forget(r, rec);
-    record_end_life(r, rec, *now);
+    record_end_life(r, rec, *now);     /* (sets dead) */
     /* Fill the hole with an entry not yet checked, keeping the old
      * part contiguous: the last old entry fills an old hole, the last
      * entry fills the old part's new end. */
@@ -285,7 +302,7 @@ sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn
              * displaces was checked already); once in its life */
             struct sampling_record *rec = &r->items[l.record];
             rec->old = 1;
-            rec->stack->life.promoted_space += rec->sample.weight;
+            rec->stack->life.promoted_space += rec->weight;
             live_move(r, r->nold, i);
             r->live[r->nold] = l;
             rec->live_pos = (uint32_t)r->nold;
@@ -334,7 +351,7 @@ live_unlink(struct sampling_records *r, size_t pos)
     }
     if (pos < r->nlive - 1) live_move(r, r->nlive - 1, pos);
     r->nlive--;
-    r->items[index].live_pos = SAMPLING_NONE;
+    r->items[index].dead = 1;
     live_forget(r, &r->items[index]);
     return index;
 }
@@ -353,7 +370,7 @@ sampling_records_end(struct sampling_records *r, uint32_t index, uint64_t seq, s
 {
     if (index >= r->used) return false;
     struct sampling_record *rec = &r->items[index];
-    if (rec->seq != seq || rec->live_pos == SAMPLING_NONE) return false;
+    if (rec->seq != seq || rec->dead) return false;
     live_unlink(r, rec->live_pos);
     record_end_life(r, rec, now);
     if (!dead_push(r, index)) release_slot(r, index);
@@ -421,7 +438,7 @@ sampling_records_object(const struct sampling_records *r, uint32_t index, uint64
 {
     if (index >= r->used) return 0;
     const struct sampling_record *rec = &r->items[index];
-    if (rec->seq != seq || rec->live_pos == SAMPLING_NONE) return 0;
+    if (rec->seq != seq || rec->dead) return 0;
     return r->live[rec->live_pos].obj;
 }
 
@@ -458,7 +475,7 @@ sampling_records_verify(const struct sampling_records *r)
         const struct sampling_record *rec = &r->items[i];
         if (!rec->seq) continue;
         used++;
-        if (rec->live_pos == SAMPLING_NONE) dead++;
+        if (rec->dead) dead++;
         else if (rec->live_pos >= r->nlive || r->live[rec->live_pos].record != i) return "live_pos does not point back";
     }
     if (used + r->nfree != r->used) return "used + free != high water";
@@ -472,7 +489,7 @@ sampling_records_verify(const struct sampling_records *r)
     size_t count[SAMPLING_LIVE_KINDS] = { 0 };
     for (size_t i = 0; i < r->nlive; i++) {
         const struct sampling_record *rec = &r->items[r->live[i].record];
-        space[sampling_record_kind(rec)] += rec->sample.weight;
+        space[sampling_record_kind(rec)] += rec->weight;
         count[sampling_record_kind(rec)]++;
     }
     for (int k = 0; k < SAMPLING_LIVE_KINDS; k++) {
@@ -482,7 +499,7 @@ sampling_records_verify(const struct sampling_records *r)
     }
     for (size_t i = 0; i < r->ndead; i++) {
         uint32_t index = r->dead[dead_at(r, i)];
-        if (!r->items[index].seq || r->items[index].live_pos != SAMPLING_NONE) return "dead queue holds a live or unused slot";
+        if (!r->items[index].seq || !r->items[index].dead) return "dead queue holds a live or unused slot";
     }
     return sampling_sites_verify(&r->sites, used);
 }

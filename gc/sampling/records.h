@@ -37,7 +37,7 @@
  * allocations never crowd out the records it reads.
  *
  * Invariants (checked by sampling_records_verify):
- *   live[i].record's live_pos == i;  a record is dead iff live_pos == NONE
+ *   live[i].record's live_pos == i, and the record is not dead
  *   live[i] is old (promoted) iff i < nold
  *   every dead record in use is in the dead queue exactly once
  *   used slots == nlive + dead records;  nlive + ndead + nfree == used high water
@@ -71,15 +71,32 @@ struct sampling_sample {
     uint8_t heap;           /* heap index; SAMPLING_HEAP_MALLOC: a malloc'd block */
 };
 
+/* A record is 64 bytes, one cache line: a sample's record is new memory
+ * the sample path writes (the table fills before it reuses a slot), so
+ * its size is what each sample costs in cache misses.  The sample's
+ * fields are spelled out (sampling_record_sample gives them back as one
+ * struct); what only a live or only a dead record needs shares a word. */
 struct sampling_record {
     uint64_t seq;           /* 1, 2, ... in order taken; 0: slot unused */
     struct sampling_stack *stack;   /* where, the class and the type */
-    struct sampling_sample sample;
-    size_t freed_gc;        /* GC count of the collection that found it dead */
-    uint64_t freed_bytes;   /* the allocation clock then */
-    uint64_t death;         /* the records' deaths count then: the order of deaths */
-    uint32_t live_pos;      /* index in live[], SAMPLING_NONE once dead */
-    uint8_t old;            /* promoted to the old generation */
+    double weight;          /* the sample's (struct sampling_sample) */
+    uint64_t allocated_bytes;
+    uint64_t freed_bytes;   /* dead: the allocation clock when found dead */
+    uint64_t death;         /* dead: the records' deaths count then: the order of deaths */
+    union {
+        struct {
+            uint64_t allocated_gc : 48;     /* (2^48 collections: more than any process runs) */
+            uint64_t heap : 8;
+            uint64_t old : 1;               /* promoted to the old generation */
+            uint64_t dead : 1;
+        };
+        uint64_t gc_word;   /* the four, written at once by a new record */
+    };
+    uint32_t size;
+    union {
+        uint32_t live_pos;  /* live: index in live[] */
+        uint32_t freed_gcs; /* dead: freed_gc - allocated_gc (UINT32_MAX at most) */
+    };
 };
 
 struct sampling_live {
@@ -153,7 +170,7 @@ void sampling_records_init(struct sampling_records *r, size_t max);
  * grows (a copy of megabytes inside an allocation).  Pages are touched as
  * records fill them.  False when memory runs out; the tables then grow as
  * before, as they do past the reserve. */
-#define SAMPLING_RESERVE_MAX ((size_t)1 << 20)     /* records: 96 MB */
+#define SAMPLING_RESERVE_MAX ((size_t)1 << 20)     /* records: 88 MB */
 bool sampling_records_reserve(struct sampling_records *r);
 
 /* Records a sample: its weight goes to its site's totals, and it gets a
@@ -172,14 +189,29 @@ typedef int sampling_liveness_fn(uintptr_t obj, void *data);
 void sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn *liveness,
                                      void *data, struct sampling_now now, bool major);
 
+/* The GC count of the collection that found a dead record dead. */
+static inline size_t
+sampling_record_freed_gc(const struct sampling_record *rec)
+{
+    return (size_t)rec->allocated_gc + rec->freed_gcs;
+}
+
 /* Collections a record's object has survived, given the current count:
  * every one since its allocation while it lives; those before the one
  * that found it dead otherwise. */
 static inline size_t
 sampling_record_age(const struct sampling_record *rec, size_t gc_count)
 {
-    size_t last = rec->live_pos != SAMPLING_NONE ? gc_count : rec->freed_gc ? rec->freed_gc - 1 : 0;
-    return last > rec->sample.allocated_gc ? last - rec->sample.allocated_gc : 0;
+    size_t freed = rec->dead ? sampling_record_freed_gc(rec) : 0;
+    size_t last = !rec->dead ? gc_count : freed ? freed - 1 : 0;
+    return last > (size_t)rec->allocated_gc ? last - (size_t)rec->allocated_gc : 0;
+}
+
+/* The sample a record holds, as it was taken. */
+static inline struct sampling_sample
+sampling_record_sample(const struct sampling_record *rec)
+{
+    return (struct sampling_sample){ rec->weight, rec->allocated_gc, rec->allocated_bytes, rec->size, (uint8_t)rec->heap };
 }
 
 /* The end of a marking, after check_liveness: sampling_sites_check_refs
@@ -215,7 +247,7 @@ static inline int
 sampling_record_kind(const struct sampling_record *rec)
 {
     /* (its own field, not its site's kind: a death reads no site line for it) */
-    return rec->sample.heap == SAMPLING_HEAP_MALLOC ? SAMPLING_LIVE_MALLOC : SAMPLING_LIVE_SLOT;
+    return rec->heap == SAMPLING_HEAP_MALLOC ? SAMPLING_LIVE_MALLOC : SAMPLING_LIVE_SLOT;
 }
 
 /* Bytes on the allocation clock a record's object lived (dead) or has
@@ -223,8 +255,8 @@ sampling_record_kind(const struct sampling_record *rec)
 static inline uint64_t
 sampling_record_age_bytes(const struct sampling_record *rec, uint64_t clock)
 {
-    uint64_t end = rec->live_pos == SAMPLING_NONE ? rec->freed_bytes : clock;
-    return end > rec->sample.allocated_bytes ? end - rec->sample.allocated_bytes : 0;
+    uint64_t end = rec->dead ? rec->freed_bytes : clock;
+    return end > rec->allocated_bytes ? end - rec->allocated_bytes : 0;
 }
 
 /* The live set now becomes the peak's (O(1)); forget_peak forgets it. */
@@ -235,7 +267,7 @@ void sampling_records_forget_peak(struct sampling_records *r);
 static inline bool
 sampling_record_in_peak(const struct sampling_records *r, const struct sampling_record *rec)
 {
-    return r->peak.taken && rec->seq < r->peak.seq && (rec->live_pos != SAMPLING_NONE || rec->death >= r->peak.deaths);
+    return r->peak.taken && rec->seq < r->peak.seq && (!rec->dead || rec->death >= r->peak.deaths);
 }
 
 /* Used records (live + dead). */

@@ -455,7 +455,7 @@ static VALUE
 target_object(struct read *rd, size_t i)
 {
     const struct sampling_record *rec = read_record(rd, i);
-    if (!rec || rec->live_pos == SAMPLING_NONE) return 0;
+    if (!rec || rec->dead) return 0;
     uintptr_t obj = sampler_records()->live[rec->live_pos].obj;
     return obj & 1 ? 0 : (VALUE)obj;   /* (a malloc'd block is no object) */
 }
@@ -621,7 +621,7 @@ pprof_view_body(VALUE arg)
     LIVE_TARGETS_FOREACH(rv, i, obj) {
         const struct sampling_record *rec = read_record(&rv->read, i);
         struct view_entry e = { retention_target_node(&rv->walk, (uintptr_t)obj), 0, rec->stack, 0,
-                                rec->sample.weight, rec->sample.weight / rec->sample.size };
+                                rec->weight, rec->weight / rec->size };
         if (e.node == RETENTION_NONE) {
             /* no path: the marker and the object's own hop as two locations (merged by class) */
             VALUE path = target_path(rv, obj, 0);
@@ -723,7 +723,7 @@ static VALUE
 report_row(struct rview *rv, size_t i, VALUE path)
 {
     const struct sampling_record *rec = read_record(&rv->read, i);
-    double weight = rec->sample.weight;
+    double weight = rec->weight;
     VALUE where = (VALUE)read_site(&rv->read, rec->stack, site_text_convert, NULL);
     return rb_ary_new_from_args(3, path, DBL2NUM(weight), where);
 }

@@ -87,8 +87,8 @@ sample_refresh(struct sample_view *v)
         v->live = false;  /* gone with clear or eviction: no object to give */
         return;
     }
-    v->live = rec.live_pos != SAMPLING_NONE;
-    v->freed_gc = rec.freed_gc;
+    v->live = !rec.dead;
+    v->freed_gc = rec.dead ? sampling_record_freed_gc(&rec) : 0;
     v->freed_bytes = rec.freed_bytes;
     v->old = rec.old;
 }
@@ -113,13 +113,13 @@ sampling_sample_new(struct read *rd, size_t i)
     v->seq = rec->seq;
     RB_OBJ_WRITE(sample, &v->klass, site->klass ? (VALUE)site->klass : Qnil);
     RB_OBJ_WRITE(sample, &v->frames, frames);
-    v->sample = rec->sample;
+    v->sample = sampling_record_sample(rec);
     v->type = site->kind.type;
     v->imemo_type = site->kind.imemo_type;
     v->truncated = site->truncated;
     v->labels = site->labels;
-    v->live = rec->live_pos != SAMPLING_NONE;
-    v->freed_gc = rec->freed_gc;
+    v->live = !rec->dead;
+    v->freed_gc = rec->dead ? sampling_record_freed_gc(rec) : 0;
     v->freed_bytes = rec->freed_bytes;
     v->old = rec->old;
     return sample;
@@ -236,10 +236,14 @@ static struct sampling_record
 view_record(const struct sample_view *v)
 {
     struct sampling_record rec = { 0 };
-    rec.sample = v->sample;
-    rec.freed_gc = v->freed_gc;
+    rec.weight = v->sample.weight;
+    rec.allocated_gc = v->sample.allocated_gc;
+    rec.allocated_bytes = v->sample.allocated_bytes;
+    rec.size = v->sample.size;
+    rec.heap = v->sample.heap;
     rec.freed_bytes = v->freed_bytes;
-    rec.live_pos = v->live ? 0 : SAMPLING_NONE;
+    rec.dead = !v->live;
+    if (!v->live) rec.freed_gcs = v->freed_gc > v->sample.allocated_gc ? (uint32_t)(v->freed_gc - v->sample.allocated_gc) : 0;
     return rec;
 }
 
@@ -276,7 +280,7 @@ static VALUE
 sample_age_bytes_m(VALUE self)
 {
     struct sampling_record rec = view_record(sample_refreshed(self));
-    return ULL2NUM(sampling_record_age_bytes(&rec, rec.live_pos == SAMPLING_NONE ? 0 : sampler_clock()));
+    return ULL2NUM(sampling_record_age_bytes(&rec, rec.dead ? 0 : sampler_clock()));
 }
 
 static VALUE

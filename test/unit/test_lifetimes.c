@@ -172,11 +172,36 @@ test_timeline(void)
     sampling_records_free(&r);
 }
 
+/* A record keeps GC counts in 48 bits and its death's as a difference
+ * (records.h): counts far past 32 bits come back exact. */
+static void
+test_large_gc_counts(void)
+{
+    struct sampling_records r;
+    sampling_records_init(&r, 10);
+    size_t base = ((size_t)1 << 40) + 3;
+    uint32_t a = add(&r, 8, 0, 100, base, 1000, false);
+    uint32_t b = add(&r, 16, 1, 100, base, 1000, false);
+    CHECK(r.items[a].allocated_gc == base && sampling_record_age(&r.items[a], base + 4) == 4, "allocated at 2^40 + 3, 4 GCs ago");
+    state[1] = 0;
+    sampling_records_check_liveness(&r, liveness, NULL, now(base + 7, 5000), false);
+    CHECK(r.items[a].dead && sampling_record_freed_gc(&r.items[a]) == base + 7, "found dead at 2^40 + 10 (%zu)",
+          sampling_record_freed_gc(&r.items[a]));
+    CHECK(sampling_record_age(&r.items[a], base + 100) == 6 && r.items[a].stack->life.died_space[3] == 100,
+          "survived 6 (bucket 4-7), as the site counted");
+    struct sampling_sample s = sampling_record_sample(&r.items[b]);
+    CHECK(!r.items[b].dead && s.allocated_gc == base && s.weight == 100 && s.size == 40 && s.allocated_bytes == 1000,
+          "the sample comes back whole");
+    CHECK(sampling_records_verify(&r) == NULL, "invariants: %s", sampling_records_verify(&r));
+    sampling_records_free(&r);
+}
+
 int
 main(void)
 {
     test_buckets();
     test_lives();
+    test_large_gc_counts();
     test_timeline();
     return check_summary();
 }

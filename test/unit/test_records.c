@@ -204,7 +204,7 @@ test_random_streams(void)
             }
             /* no dead record gives out an object */
             for (size_t i = 0; i < r.used && ok; i++) {
-                if (r.items[i].seq && r.items[i].live_pos == SAMPLING_NONE &&
+                if (r.items[i].seq && r.items[i].dead &&
                     sampling_records_object(&r, (uint32_t)i, r.items[i].seq) != 0) {
                     CHECK(0, "dead record %zu hands out an object", i);
                     ok = 0;
@@ -265,7 +265,7 @@ test_sharing_drop_evict(void)
     die_percent = 0;
     sampling_rng_seed(&rng, 5);
     sampling_records_check_liveness(&r, liveness, NULL, NOW(7), true);
-    CHECK(r.items[b].freed_gc == 7 && r.items[b].live_pos == SAMPLING_NONE, "died at GC 7");
+    CHECK(sampling_record_freed_gc(&r.items[b]) == 7 && r.items[b].dead, "died at GC 7");
     CHECK(sampling_records_object(&r, b, r.items[b].seq) == 0, "a dead record has no object");
     CHECK(sampling_record_age(&r.items[a], 7) == 7, "a survivor's age counts every collection since it was made");
     CHECK(sampling_record_age(&r.items[b], 9) == 6, "a dead one's stops before the collection that found it dead");
