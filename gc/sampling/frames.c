@@ -148,15 +148,33 @@ capture_rest(struct capture *c, bool skip_next)
     }
 }
 
-/* Whether cfp is pred's frame p, for the common frame: the same pc, and
+/* Whether a frame with pred's frame p's pc, not 0 (no C frame, and a
+ * frame not shown has none), whose slot v holds something other than
+ * p's method entry, is a block in a method that matches p: not a rescue
+ * or ensure frame, its own slot holds no method entry, and the
+ * environment it was made in holds p's (a method entry: the walk of
+ * frame_method_entry_slow would stop there).  The commonest frame whose
+ * own slot holds no method entry. */
+static inline bool
+block_in_method_match(const VALUE *ep, VALUE v, const struct sampling_frame *p)
+{
+    VALUE flags = ep[VM_ENV_DATA_INDEX_FLAGS];
+    return p->cme && !(flags & VM_ENV_FLAG_LOCAL) && (flags & VM_FRAME_MAGIC_MASK) != VM_FRAME_MAGIC_RESCUE &&
+           !imemo_kind_p(v, imemo_ment) && VM_ENV_PREV_EP(ep)[VM_ENV_DATA_INDEX_ME_CREF] == p->cme;
+}
+
+/* Whether cfp is pred's frame p, for the common frames: the same pc, and
  * a slot that holds p's method entry, non-zero (so not a rescue frame:
- * see match_step).  p may be pred's end mark (its pc is no frame's). */
+ * see match_step), or a block in a method.  p may be pred's end mark
+ * (its pc is no frame's). */
 static inline bool
 plain_match(const rb_control_frame_t *cfp, const struct sampling_frame *p)
 {
-    if (p->pc != (uintptr_t)cfp->pc) return false;
+    const VALUE *pc = cfp->pc;
+    if (p->pc != (uintptr_t)pc) return false;
     VALUE v = cfp->ep[VM_ENV_DATA_INDEX_ME_CREF];
-    return v == p->cme && v;
+    if (v == p->cme && v) return true;
+    return pc && block_in_method_match(cfp->ep, v, p);
 }
 
 enum match { MATCH_FRAME, MATCH_HIDDEN, MATCH_STOP };
@@ -270,8 +288,16 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, struct sampl
     /* A recent site whose stack this is, compared whole (one cut at depth
      * is not: its last frames follow other rules), if it was found for as
      * many control frames (a stack of another depth is not worth
-     * comparing).  The first that departs after its first frame gives its
-     * frames so far. */
+     * comparing).  Ways are asked in turn while none has matched half of
+     * the control frames: sites that part after their first frames (one
+     * method allocating on several lines, or one C method called from
+     * several) sit side by side, and asking the next costs little; past
+     * half, the rest costs less to capture than another way to compare.
+     * With no whole match, the way that went furthest gives its frames
+     * so far. */
+    const struct sampling_stack *best = NULL;
+    const rb_control_frame_t *best_at = cfp;
+    uint32_t best_matched = 0;
     for (int i = 0; i < SAMPLING_RECENT_WAYS; i++) {
         const struct sampling_stack *pred = recent[i];
         if (!pred || pred->cfps != cfps || pred->truncated || !pred->nframes) continue;
@@ -281,11 +307,17 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, struct sampl
         if (at == end_cfp && matched == pred->nframes) {
             return (struct sampling_capture){ pred->hash, matched, false, SAMPLING_ORIGIN_FRAMES, cfps, pred };
         }
-        if (!matched) continue;
-        memcpy(out, pred->frames, matched * sizeof(*out));
-        for (uint32_t j = 0; j < matched; j++) h = sampling_hash_pc(h, out++->pc);
-        cfp = at;
-        break;
+        if (matched > best_matched) {
+            best = pred;
+            best_at = at;
+            best_matched = matched;
+            if (2 * (uint32_t)(at - cfp) >= cfps) break;
+        }
+    }
+    if (best) {
+        memcpy(out, best->frames, best_matched * sizeof(*out));
+        for (uint32_t j = 0; j < best_matched; j++) h = sampling_hash_pc(h, out++->pc);
+        cfp = best_at;
     }
     for (; cfp != fast_end; cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp)) {
         const VALUE *pc = cfp->pc;

@@ -7,7 +7,8 @@
 # so that a stack is often the same as a recent one and often departs from
 # one after some frames (same method, other block; same caller line, other
 # C method; a rescue or ensure frame, whose next frame is not shown;
-# recursion one level deeper; C-level blocks, not shown): every sample must still be its own stack.
+# recursion one level deeper; C-level blocks, not shown; one block in two
+# methods): every sample must still be its own stack.
 #
 # The probes have ten instance variables, so they live in a heap of their
 # own (the recent sites are kept per heap), and the sampled phase makes
@@ -65,6 +66,22 @@ class RepeatSites
 end
 RepeatSites.define_method(:via_method_proc, &RepeatSites.new.method(:plain).to_proc)
 
+# One body, two method entries: the block inside is one block (one pc)
+# whose method entry, found in the environment it was made in, is the
+# module's ("block in RepeatShared#shared") or the copy's in another class
+# ("block in RepeatDmB#shared"); the compare's shortcut for a block in a
+# method must tell them apart there.
+module RepeatShared
+  def shared(r) = [1].each { return RepeatProbe.new(r) }
+  # the same, 10 blocks deep (past 24 control frames: compared two a round)
+  def shared_deep(r, n) = [1].each { return n.zero? ? RepeatProbe.new(r) : shared_deep(r, n - 1) }
+end
+class RepeatDmA; include RepeatShared; end
+class RepeatDmB
+  define_method(:shared, RepeatShared.instance_method(:shared))
+  define_method(:shared_deep, RepeatShared.instance_method(:shared_deep))
+end
+
 class TestRepeatedStacks < Minitest::Test
   def frames_of(locs) = locs.map { |l| [l.path, l.lineno, l.label] }
 
@@ -73,6 +90,7 @@ class TestRepeatedStacks < Minitest::Test
   def test_every_repeated_stack_is_its_own
     sites = RepeatSites.new
     dm = RepeatSites.dm_class.new
+    dma, dmb = RepeatDmA.new, RepeatDmB.new
     calls = [
       ->(r) { sites.plain(r) }, ->(r) { sites.in_times(r) }, ->(r) { sites.in_each(r) }, ->(r) { sites.twice(r) },
       ->(r) { sites.in_rescue(r) }, ->(r) { sites.in_ensure(r) },
@@ -82,6 +100,7 @@ class TestRepeatedStacks < Minitest::Test
       # deep enough for the compare's two-frames-a-round loop (24 control
       # frames), even and odd, and with a block partway
       ->(r) { sites.deep(r, 30) }, ->(r) { sites.deep(r, 31) }, ->(r) { [r].map { |q| sites.deep(q, 30) }.first },
+      ->(r) { dma.shared(r) }, ->(r) { dmb.shared(r) }, ->(r) { dma.shared_deep(r, 10) }, ->(r) { dmb.shared_deep(r, 10) },
     ]
     rng = Random.new(7)
     order = Array.new(120) { rng.rand(calls.size) }.flat_map { |i| [i] * (1 + rng.rand(3)) }
