@@ -69,11 +69,11 @@ RepeatSites.define_method(:via_method_proc, &RepeatSites.new.method(:plain).to_p
 # One body, two method entries: the block inside is one block (one pc)
 # whose method entry, found in the environment it was made in, is the
 # module's ("block in RepeatShared#shared") or the copy's in another class
-# ("block in RepeatDmB#shared"); the compare's shortcut for a block in a
-# method must tell them apart there.
+# ("block in RepeatDmB#shared"): the compare must tell them apart there,
+# on short stacks and on deep ones (compared two frames a round).
 module RepeatShared
   def shared(r) = [1].each { return RepeatProbe.new(r) }
-  # the same, 10 blocks deep (past 24 control frames: compared two a round)
+  # the same, 10 blocks deep (past 24 control frames)
   def shared_deep(r, n) = [1].each { return n.zero? ? RepeatProbe.new(r) : shared_deep(r, n - 1) }
 end
 class RepeatDmA; include RepeatShared; end
