@@ -226,9 +226,7 @@ live_forget(struct sampling_records *r, const struct sampling_record *rec)
 static inline void
 record_end_life(struct sampling_records *r, struct sampling_record *rec, struct sampling_now now)
 {
-    size_t gcs = now.gc > (size_t)rec->allocated_gc ? now.gc - (size_t)rec->allocated_gc : 0;
-    rec->dead = 1;
-    rec->freed_gcs = gcs < UINT32_MAX ? (uint32_t)gcs : UINT32_MAX;
+    size_t gcs = sampling_record_set_freed_gc(rec, now.gc);
     rec->death = r->deaths++;
     rec->freed_bytes = now.bytes;
     struct sampling_lifetimes *life = &rec->stack->life;
@@ -260,7 +258,7 @@ dead_push_grow(struct sampling_records *r, uint32_t index)
  * liveness function (sampling.c), the survivors' path a few
  * instructions a record.  Its own common path calls nothing (the queue
  * was sized for max records at start: sampling_records_reserve), so it
- * saves no registers. */
+ * saves 3 registers, not 6. */
 static __attribute__((noinline)) void
 walk_dead(struct sampling_records *r, size_t i, const struct sampling_now *now)
 {

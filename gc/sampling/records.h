@@ -196,6 +196,18 @@ sampling_record_freed_gc(const struct sampling_record *rec)
     return (size_t)rec->allocated_gc + rec->freed_gcs;
 }
 
+/* Marks a record dead, found so by the collection numbered freed_gc
+ * (kept as its difference from allocated_gc, at most UINT32_MAX).
+ * Returns the difference. */
+static inline size_t
+sampling_record_set_freed_gc(struct sampling_record *rec, size_t freed_gc)
+{
+    size_t gcs = freed_gc > (size_t)rec->allocated_gc ? freed_gc - (size_t)rec->allocated_gc : 0;
+    rec->dead = 1;
+    rec->freed_gcs = gcs < UINT32_MAX ? (uint32_t)gcs : UINT32_MAX;
+    return gcs;
+}
+
 /* Collections a record's object has survived, given the current count:
  * every one since its allocation while it lives; those before the one
  * that found it dead otherwise. */

@@ -242,8 +242,7 @@ view_record(const struct sample_view *v)
     rec.size = v->sample.size;
     rec.heap = v->sample.heap;
     rec.freed_bytes = v->freed_bytes;
-    rec.dead = !v->live;
-    if (!v->live) rec.freed_gcs = v->freed_gc > v->sample.allocated_gc ? (uint32_t)(v->freed_gc - v->sample.allocated_gc) : 0;
+    if (!v->live) sampling_record_set_freed_gc(&rec, v->freed_gc);
     return rec;
 }
 
