@@ -24,10 +24,13 @@
  *   1. fast path: pop the cache's free list.  Unchanged: the sample point
  *      is where the list was cut, so an empty list means "new page or
  *      sample".
- *   2. newobj_cache_miss: GC_HOOK_NEWOBJ_CACHE_MISS, asked first, sees an
- *      empty list and a waiting tail: the allocation is a sample
- *      (sampling_take): pop the sampled slot, record it, put the rest back
- *      with the next point cut.  No incremental marking step is taken for
+ *   2. the empty list and a waiting tail: the allocation is a sample.
+ *      With a single Ractor, GC_HOOK_NEWOBJ_CACHE_MISS_UNLOCKED asks in
+ *      newobj_alloc itself, before newobj_cache_miss sets up its frame or
+ *      takes the VM lock; otherwise GC_HOOK_NEWOBJ_CACHE_MISS, first thing
+ *      under the lock in newobj_cache_miss.  Either way sampling_take
+ *      pops the sampled slot, records it and puts the rest back with the
+ *      next point cut.  No incremental marking step is taken for
  *      it: the step budget counts the sampled slot like any other, so
  *      sampling does not change when marking work happens.
  *   3. otherwise a new page: ractor_cache_set_page hands its list to the
@@ -95,8 +98,8 @@ static bool sampling_on;   /* points are being placed */
 
 static void sampling_set_page(void *cache, size_t heap_idx, size_t free_slots);
 static VALUE sampling_take(void *objspace, void *cache, size_t heap_idx, VALUE klass, VALUE flags);
-/* sampling_take, which always gives a slot: newobj_cache_miss then
- * returns it at once (a tail call, before its prologue) */
+/* sampling_take, which always gives a slot: newobj_alloc then returns it
+ * at once, never entering newobj_cache_miss */
 static inline VALUE
 sampling_take_slot(void *objspace, void *cache, size_t heap_idx, VALUE klass, VALUE flags)
 {
@@ -130,7 +133,8 @@ static void sampling_mark_roots(void *objspace);
         ? sampling_take((objspace), (cache), (heap_idx), klass, flags) : Qfalse)
 /* With a single Ractor the VM lock excludes nothing the GVL does not (it
  * is owned per Ractor, so its threads re-enter it freely): a sample there
- * is taken before the lock, saving its cost.  A non-empty list is the
+ * is taken in newobj_alloc, before the lock and before newobj_cache_miss's
+ * frame (its six saved registers), saving both.  A non-empty list is the
  * marking step budget: left to the locked path.  sampling_ractors says
  * whether a second Ractor may run (rb_gc_impl_ractor_cache_alloc below). */
 static bool sampling_ractors;
