@@ -23,6 +23,9 @@ append_cflags("-fno-semantic-interposition")
 # sampler's own assertions in this library only.
 $defs << "-DRGENGC_CHECK_MODE=1" << "-DSAMPLING_CHECKS=1" if ENV["SAMPLING_GC_CHECKS"] == "1"
 
+# benchmark/phases builds a copy timing the sampler's phases (phases.h).
+$defs << "-DSAMPLING_PHASES=1" if ENV["SAMPLING_GC_PHASES"] == "1"
+
 # sample_point.c, gap.c, refset.c, sites.c and records.c are compiled inside
 # sampling.c (see there); they stay separate files for the unit tests.
 $objs = %w[sampling.o retention.o retention_names.o retention_api.o frames.o api.o read.o sample.o profile.o report.o config.o pprof.o labels.o labels_api.o delta.o timeline_api.o]

@@ -1,6 +1,7 @@
 /* sample_point.c: see sample_point.h for the model and its invariant. */
 #include "sample_point.h"
 #include "invariant.h"
+#include "phases.h"
 
 #if defined(__has_feature)
 # if __has_feature(address_sanitizer)
@@ -131,7 +132,9 @@ sample_point_take(struct sample_point *sp, sample_point_list *list,
     SAMPLING_ASSERT(n >= 1 && sp->countdown > 0);
 
     *list = rest;
+    SAMPLING_PHASE_START(t0);
     if (rest) sample_point_place(sp, list, rest_count, slot_size);
+    SAMPLING_PHASE_END(SAMPLING_PHASE_WALK, t0);
     return slot;
 }
 

@@ -73,6 +73,7 @@
 #endif
 #include "internal/static_assert.h"
 #include "shared_object.h"
+#include "phases.h"     /* empty unless built for benchmark/phases */
 #pragma GCC visibility push(hidden)
 #include "invariant.h"
 #include "sample_point.h"
@@ -370,7 +371,9 @@ sampling_set_page(void *c, size_t heap_idx, size_t free_slots)
 {
     rb_ractor_newobj_cache_t *cache = c;
     cache_sync(cache);
+    SAMPLING_PHASE_START(t0);
     sample_point_place(&cache->sample_points[heap_idx], cache_list(cache, heap_idx), free_slots, slot_bytes(heap_idx));
+    SAMPLING_PHASE_END(SAMPLING_PHASE_PAGE, t0);
 }
 
 static void
@@ -394,9 +397,12 @@ sampling_record(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache, VALUE 
     uint16_t type = (uint16_t)(flags & RUBY_T_MASK);
     /* this heap's last sites: the stack is often one of theirs */
     const void *ec;
+    SAMPLING_PHASE_START(t0);
     struct sampling_capture capture = sampling_frames_capture(sampler.scratch, sampler.params.depth,
                                                               sampling_sites_recent(&sampler.records.sites, (uint8_t)heap_idx),
                                                               &ec);
+    SAMPLING_PHASE_END(SAMPLING_PHASE_CAPTURE, t0);
+    SAMPLING_PHASE_START(t1);
     struct sampling_sample_in in;
     in.obj = obj;
     /* the class word of an imemo holds internal data, not a class */
@@ -431,6 +437,7 @@ sampling_record(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache, VALUE 
     in.sample.size = (uint32_t)size;
     in.sample.heap = (uint8_t)heap_idx;
     sampling_records_add(&sampler.records, &in);
+    SAMPLING_PHASE_END(SAMPLING_PHASE_RECORD, t1);
 }
 
 __attribute__((flatten)) static VALUE
@@ -438,6 +445,7 @@ sampling_take(void *objspace_ptr, void *c, size_t heap_idx, VALUE klass, VALUE f
 {
     rb_objspace_t *objspace = objspace_ptr;
     rb_ractor_newobj_cache_t *cache = c;
+    SAMPLING_PHASE_START(t0);
     uint64_t points = 0;
     struct sample_point_slot *slot = sample_point_take(&cache->sample_points[heap_idx], cache_list(cache, heap_idx),
                                                        slot_bytes(heap_idx), &sampler.config, &points);
@@ -454,6 +462,7 @@ sampling_take(void *objspace_ptr, void *c, size_t heap_idx, VALUE klass, VALUE f
 #endif
 
     sampling_record(objspace, cache, obj, klass, flags, heap_idx, points);
+    SAMPLING_PHASE_END(SAMPLING_PHASE_TAKE, t0);
     return obj;
 }
 
@@ -491,6 +500,7 @@ static void
 sampling_marks_finished(void *objspace_ptr)
 {
     rb_objspace_t *objspace = objspace_ptr;
+    SAMPLING_PHASE_START(t0);
     malloc_drain(objspace->profile.count);
     allocated_totals(objspace, sampler.allocated_at_marks);
     struct sampling_now now = { objspace->profile.count, clock_bytes(sampler.allocated_at_marks) };
@@ -506,6 +516,7 @@ sampling_marks_finished(void *objspace_ptr)
                                     is_full_marking(objspace));
     }
     records_verify("marking");
+    SAMPLING_PHASE_END(SAMPLING_PHASE_MARKS, t0);
 }
 
 static void
