@@ -18,6 +18,8 @@
  *   RECORD   the site and the record
  *   PAGE     a point placed on a new page's list (a walk of its own)
  *   MARKS    the end of marking: sampled objects found dead, the timeline
+ *   CLOCK    nothing: a start and an end right after each TAKE, what one
+ *            phase's two counter reads cost (TAKE holds three such pairs)
  *
  * Ticks are the x86 time-stamp counter (rdtsc, a few nanoseconds a read),
  * or CLOCK_MONOTONIC's nanoseconds elsewhere; the report gives the
@@ -37,6 +39,7 @@ enum sampling_phase {
     SAMPLING_PHASE_RECORD,
     SAMPLING_PHASE_PAGE,
     SAMPLING_PHASE_MARKS,
+    SAMPLING_PHASE_CLOCK,
     SAMPLING_PHASE_COUNT
 };
 
@@ -47,7 +50,7 @@ enum sampling_phase {
 #include <time.h>
 
 static const char *const sampling_phase_names[SAMPLING_PHASE_COUNT] = {
-    "take", "walk", "capture", "record", "page", "marks",
+    "take", "walk", "capture", "record", "page", "marks", "clock",
 };
 
 #define SAMPLING_PHASE_OUTLIER 200000

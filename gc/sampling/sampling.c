@@ -463,6 +463,8 @@ sampling_take(void *objspace_ptr, void *c, size_t heap_idx, VALUE klass, VALUE f
 
     sampling_record(objspace, cache, obj, klass, flags, heap_idx, points);
     SAMPLING_PHASE_END(SAMPLING_PHASE_TAKE, t0);
+    SAMPLING_PHASE_START(t1);
+    SAMPLING_PHASE_END(SAMPLING_PHASE_CLOCK, t1);
     return obj;
 }
 
