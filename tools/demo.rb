@@ -47,7 +47,9 @@ pprof = File.join(out, "demo.pb.gz")
 peak_pprof = File.join(out, "demo.peak.pb.gz")
 collapsed = File.join(out, "demo.collapsed.txt")
 timeline = File.join(out, "demo.timeline.csv")
+dhat = File.join(out, "demo.dhat.json")
 Sampler.write_pprof(pprof)
+Sampler.write_dhat(dhat)
 Sampler.write_pprof(peak_pprof, view: :peak)
 Sampler.write_collapsed(collapsed)
 Sampler.write_timeline(timeline)
@@ -81,3 +83,8 @@ puts "  go tool pprof -top -sample_index=inuse_space #{pprof}"
 puts "  go tool pprof -top -sample_index=promoted_dead_space #{pprof}   # old-generation garbage by site"
 puts "  go tool pprof -top #{peak_pprof}                    # what the heap held at its peak"
 puts "  npx speedscope #{pprof}                            # or load #{collapsed}"
+puts
+puts "and #{dhat} (DHAT's format: lifetimes, the peak and the end per site). Open it with"
+puts "  DHAT's viewer: open file:///usr/libexec/valgrind/dh_view.html in a browser (Debian's valgrind),"
+puts "    press Load... and pick #{dhat}; sort by \"At t-gmax (bytes)\" or \"Total (blocks), short-lived\""
+puts "  the Firefox Profiler: drop #{dhat} on its start page (see docs/dhat.md)"

@@ -137,6 +137,10 @@ if (path = ENV["BENCH_METRICS"])
     samples: n, samples_per_s: n && n / (t1 - t0), maxrss_kb: hwm,
     allocated_objects: stat[:total_allocated_objects],
   }
+  # YJIT's code size: a YJIT run whose loop stayed in the interpreter shows here
+  if defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled?
+    line[:yjit_code_bytes] = RubyVM::YJIT.runtime_stats[:inline_code_size]
+  end
   if kind == "sampler"
     st = ObjectSpace::AllocationSampler.stats
     line[:sampler_live] = st[:live]; line[:sampler_dropped] = st[:dropped]

@@ -11,8 +11,13 @@
 #   ALLOC_MICRO_DEPTH  run the loop deeper in the stack, so that a sample
 #                      taken inside a C method (Class#new, String#*) has
 #                      this many frames; unset: wherever the loop happens to be
+#   ALLOC_MICRO_CHUNK  call the loop once per this many iterations (YJIT:
+#                      a side exit in the one long call would leave the whole
+#                      loop to the interpreter, as it did under valgrind in
+#                      some configurations; each call re-enters compiled code)
 N = Integer(ENV.fetch("ALLOC_MICRO_N", "300000"))
 DEPTH = ENV["ALLOC_MICRO_DEPTH"] && Integer(ENV["ALLOC_MICRO_DEPTH"])
+CHUNK = ENV["ALLOC_MICRO_CHUNK"] && Integer(ENV["ALLOC_MICRO_CHUNK"])
 SRC = "x".freeze
 
 def alloc_loop(n)
@@ -32,6 +37,14 @@ def alloc_loop(n)
   [o, b, s1, s2, s3, s4, s5, a, h].size
 end
 
+def alloc_chunks(n)
+  done = 0
+  while done < n
+    alloc_loop(n - done < CHUNK ? n - done : CHUNK)
+    done += CHUNK
+  end
+end
+
 def recurse(levels, n)
   levels <= 0 ? alloc_loop(n) : recurse(levels - 1, n)
 end
@@ -45,6 +58,8 @@ if DEPTH
   frames = DEPTH - here - 2
   raise "ALLOC_MICRO_DEPTH=#{DEPTH} is below the #{here + 2} frames the harness needs" if frames < 0
   frames == 0 ? alloc_loop(N) : recurse(frames - 1, N)
+elsif CHUNK
+  alloc_chunks(N)
 else
   alloc_loop(N)
 end

@@ -1,8 +1,10 @@
 /*
  * api.c: ObjectSpace::AllocationSampler: start, stop, enabled?, clear,
- * stats, and RUBY_GC_SAMPLING at boot.  The readers live beside it:
- * sample.c (Sample, samples, each_sample), profile.c (write_pprof, pprof,
- * the profile at exit), report.c (report, write_collapsed), labels_api.c
+ * stats, RUBY_GC_SAMPLING at boot, and the library's entry points that
+ * start it all (rb_gc_impl_init, _set_params, _after_fork: the core's
+ * part first).  The readers live below it: sample.c (Sample, samples,
+ * each_sample), profile.c (write_pprof, pprof), out.c (out=, the profile
+ * at exit), report.c (report, write_collapsed), labels_api.c
  * (with_labels), delta.c (Delta, every=).
  *
  * Every argument is checked before anything changes: a call that raises
@@ -14,6 +16,8 @@
 
 #include "api.h"
 #include "config.h"
+#include "labels_fiber.h"
+#include "read.h"
 #include "sampler.h"
 
 #include <math.h>
@@ -72,10 +76,9 @@ sampler_start_m(int argc, VALUE *argv, VALUE self)
         sampling_params_set(&params, (enum sampling_setting_id)id, arg_setting(values[id], (enum sampling_setting_id)id));
     }
     if (values[MODE] != Qundef) {
-        VALUE mode = values[MODE];
-        if (mode == ID2SYM(rb_intern("poisson"))) params.mode = SAMPLING_MODE_POISSON;
-        else if (mode == ID2SYM(rb_intern("fixed"))) params.mode = SAMPLING_MODE_FIXED;
-        else rb_raise(rb_eArgError, "mode must be :poisson or :fixed (got %"PRIsVALUE")", rb_inspect(mode));
+        VALUE mode = values[MODE], name = SYMBOL_P(mode) ? rb_sym2str(mode) : Qnil;
+        if (NIL_P(name) || !sampling_mode_parse(RSTRING_PTR(name), (size_t)RSTRING_LEN(name), &params.mode))
+            rb_raise(rb_eArgError, "mode must be :poisson or :fixed (got %"PRIsVALUE")", rb_inspect(mode));
     }
 
     if (values[MALLOC] != Qundef) {
@@ -113,7 +116,7 @@ sampler_clear_m(VALUE self)
 static VALUE
 mode_symbol(enum sampling_mode mode)
 {
-    return ID2SYM(rb_intern(mode == SAMPLING_MODE_FIXED ? "fixed" : "poisson"));
+    return ID2SYM(rb_intern(sampling_mode_name(mode)));
 }
 
 #define SYM(name) ID2SYM(rb_intern(name))
@@ -149,10 +152,16 @@ sampler_stats_m(VALUE self)
     rb_hash_aset(h, SYM("peak_gc"), s.peak ? ULL2NUM(s.peak_gc) : Qnil);
     rb_hash_aset(h, SYM("peak_lost"), ULL2NUM(s.peak_lost));
     rb_hash_aset(h, SYM("timeline_rows"), ULL2NUM(s.timeline_rows));
+    rb_hash_aset(h, SYM("reader_samples"), ULL2NUM(s.reader_samples));
     uint64_t label_sets, label_sets_dropped;
     sampling_labels_stats(&label_sets, &label_sets_dropped);
     rb_hash_aset(h, SYM("label_sets"), ULL2NUM(label_sets));
     rb_hash_aset(h, SYM("label_sets_dropped"), ULL2NUM(label_sets_dropped));
+    size_t parts[SAMPLER_MEMORY_PARTS];
+    rb_hash_aset(h, SYM("profiler_bytes"), SIZET2NUM(sampler_memory(parts)));
+    VALUE memory = rb_hash_new();
+    for (int i = 0; i < SAMPLER_MEMORY_PARTS; i++) rb_hash_aset(memory, SYM(sampler_memory_names[i]), SIZET2NUM(parts[i]));
+    rb_hash_aset(h, SYM("profiler_memory"), memory);
     VALUE heaps = rb_ary_new_capa((long)s.nheaps);
     for (size_t i = 0; i < s.nheaps; i++) {
         VALUE hh = rb_hash_new();
@@ -165,6 +174,8 @@ sampler_stats_m(VALUE self)
     rb_hash_aset(h, SYM("heaps"), heaps);
     return h;
 }
+
+READER_METHOD0(sampler_stats_m)
 
 /* ---- boot ---- */
 
@@ -189,13 +200,14 @@ start_from_environment(void)
         }
         strcpy(params.out, out);
     }
+    sampling_out_claim();
     sampler_start(&params);
     /* with every=, delta files instead (delta.c, once threads can run) */
     if (params.out[0] && !params.every) sampling_write_at_exit();
 }
 
-void
-sampling_api_init(void)
+static void
+api_init(void)
 {
     VALUE mObjectSpace = rb_const_get(rb_cObject, rb_intern("ObjectSpace"));
     VALUE mSampler = rb_define_module_under(mObjectSpace, "AllocationSampler");
@@ -203,7 +215,7 @@ sampling_api_init(void)
     rb_define_singleton_method(mSampler, "stop", sampler_stop_m, 0);
     rb_define_singleton_method(mSampler, "enabled?", sampler_enabled_m, 0);
     rb_define_singleton_method(mSampler, "clear", sampler_clear_m, 0);
-    rb_define_singleton_method(mSampler, "stats", sampler_stats_m, 0);
+    rb_define_singleton_method(mSampler, "stats", sampler_stats_m_reader, 0);
     sampling_define_sample(mSampler);
     sampling_define_profile(mSampler);
     sampling_define_report(mSampler);
@@ -211,6 +223,43 @@ sampling_api_init(void)
     sampling_define_delta(mSampler);
     sampling_define_timeline(mSampler);
     sampling_define_retention(mSampler);
+    sampling_define_dhat(mSampler);
+    sampling_define_threads(mSampler);
 
     start_from_environment();
+}
+
+/* ---- the library's entry points ---- */
+
+/* gc.c finds these by name in the library (gc/gc_impl.h declares them,
+ * for default.c).  Each runs the collector's part first (sampler.h),
+ * then the API's: the core calls nothing up here. */
+void rb_gc_impl_init(void);
+void rb_gc_impl_set_params(void *objspace_ptr);
+void rb_gc_impl_after_fork(void *objspace_ptr, rb_pid_t pid);
+
+/* Once the collector is up: the module, and RUBY_GC_SAMPLING's start. */
+void
+rb_gc_impl_init(void)
+{
+    sampler_gc_init();
+    api_init();
+}
+
+/* Called once the VM can run threads (ruby_gc_set_params, from
+ * process_options): RUBY_GC_SAMPLING's every= starts its writer here. */
+void
+rb_gc_impl_set_params(void *objspace_ptr)
+{
+    sampler_gc_set_params(objspace_ptr);
+    sampling_api_booted();
+}
+
+void
+rb_gc_impl_after_fork(void *objspace_ptr, rb_pid_t pid)
+{
+    sampler_gc_after_fork(objspace_ptr, pid);
+    /* fork, Process.fork, IO.popen("-") and Process.daemon all come
+     * here: every= gets a writer in the child (periodic.c) */
+    if (pid == 0) sampling_periodic_after_fork();
 }

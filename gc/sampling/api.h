@@ -1,6 +1,7 @@
 /*
- * api.h: the Ruby API's files to one another, and to sampling.c, which
- * calls sampling_api_init once the collector is up (rb_gc_impl_init).
+ * api.h: the Ruby API's files to one another (the readers and api.c,
+ * above the core: HACKING.md's "Layers").  The core (sampling.c and what
+ * it includes) never includes it.
  */
 #ifndef SAMPLING_API_H
 #define SAMPLING_API_H
@@ -9,10 +10,6 @@
 #include "ruby/st.h"
 
 struct sampling_names;
-
-/* Defines ObjectSpace::AllocationSampler and starts sampling if
- * RUBY_GC_SAMPLING says so (api.c). */
-void sampling_api_init(void);
 
 /* Each reader file defines its methods on the module. */
 void sampling_define_sample(VALUE mSampler);    /* sample.c */
@@ -27,14 +24,23 @@ void sampling_define_timeline(VALUE mSampler);  /* timeline_api.c */
 VALUE sampling_timeline_csv(void);
 bool sampling_timeline_path(const char *profile, char *out, size_t size);
 void sampling_define_retention(VALUE mSampler); /* retention_api.c */
+void sampling_define_dhat(VALUE mSampler);      /* dhat_api.c */
+
+/* dhat_api.c: the DHAT file (dhat.h) as a String, and whether a path
+ * names one (it ends in ".dhat.json": RUBY_GC_SAMPLING's out= then
+ * writes DHAT instead of pprof). */
+VALUE sampling_dhat_text(void);
+bool sampling_dhat_path(const char *path);
+void sampling_define_threads(VALUE mSampler);   /* threads.c */
 
 /* sample.c, for other readers: a Sample of the record at index (which
- * the read sees); the retention path stored with it (Qundef: none); its
- * record's index and seq. */
+ * the read sees); the retention paths found with it (retention_paths.h's
+ * kept walk, and its node there; Qundef: none); its record's index and
+ * seq. */
 struct read;
 VALUE sampling_sample_new(struct read *rd, size_t index);
-void sampling_sample_set_path(VALUE sample, VALUE path);
-VALUE sampling_sample_path(VALUE sample);
+void sampling_sample_set_path(VALUE sample, VALUE paths, uint32_t node);
+VALUE sampling_sample_path(VALUE sample, uint32_t *node);
 void sampling_sample_record(VALUE sample, uint32_t *index, uint64_t *seq);
 
 /* profile.c, for other profile views: a site's pprof location ids and
@@ -53,23 +59,38 @@ void sampling_pprof_free_ids(st_data_t ids);
 size_t sampling_pprof_set_labels(struct pprof *p, uint32_t id, struct pprof_label *out);
 void sampling_pprof_header_comments(struct pprof *p, const char *view);
 
-/* retention_api.c: the retention view's pprof (at most max_objects
+/* retention_view.c: the retention view's pprof, and the rows of
+ * retention_report ([stats, [[path (shown), weight, [class name,
+ * "file:line (label)"]], ...]]), each from one walk (at most max_objects
  * walked; SIZE_MAX: the whole heap). */
 VALUE sampling_retention_pprof_bytes(size_t max_objects);
+VALUE sampling_retention_rows(size_t max_objects);
 
-/* Label sets for readers (labels_api.c): a set as a frozen Hash of
- * frozen Strings (empty for 0), its pairs (labels.h; NULL for 0), and
- * the counts for stats. */
-struct sampling_label_set;
+/* write.c: a write_* method's destination, a path (String, Pathname)
+ * or an IO, checked (ArgumentError naming argname), and bytes written
+ * there (returns how many). */
+void sampling_check_destination(VALUE dest, const char *argname);
+VALUE sampling_write_out(VALUE dest, VALUE bytes, const char *argname);
+
+/* A label set for readers (labels_api.c): a frozen Hash of frozen
+ * Strings (empty for 0).  Its pairs, and the counts for stats, are
+ * labels_fiber.h's. */
 VALUE sampling_labels_hash(uint32_t id);
-const struct sampling_label_set *sampling_labels_set(uint32_t id);
-void sampling_labels_stats(uint64_t *count, uint64_t *dropped);
 
 /* RUBY_GC_SAMPLING's every=: starts the writer of delta files once the
- * VM can run threads (delta.c; called from sampling.c's set_params). */
+ * VM can run threads, and again in a forked child (periodic.c; called
+ * from api.c's rb_gc_impl_set_params and _after_fork). */
 void sampling_api_booted(void);
+void sampling_periodic_after_fork(void);
 
-/* Writes the profile to RUBY_GC_SAMPLING's out= at exit (profile.c). */
+/* RUBY_GC_SAMPLING's out= for this process, file seq (out.c): %p,
+ * %n expanded, and in a forked child the pid added where %p is missing
+ * (config.h); false when it does not fit.  api.c claims out= for the
+ * process that read it (sampling_out_claim), before it starts. */
+bool sampling_out_path(unsigned long seq, char *path, size_t size);
+void sampling_out_claim(void);
+
+/* Writes the profile to RUBY_GC_SAMPLING's out= at exit (out.c). */
 void sampling_write_at_exit(void);
 
 #endif

@@ -12,6 +12,29 @@ const struct sampling_setting sampling_settings[SAMPLING_SETTINGS] = {
     [SAMPLING_SETTING_SEED] = { "seed", 0, 0, UINT64_MAX, "", 0 },
 };
 
+static const char *const mode_names[] = {
+    [SAMPLING_MODE_POISSON] = "poisson",
+    [SAMPLING_MODE_FIXED] = "fixed",
+};
+
+const char *
+sampling_mode_name(enum sampling_mode mode)
+{
+    return mode == SAMPLING_MODE_FIXED ? mode_names[SAMPLING_MODE_FIXED] : mode_names[SAMPLING_MODE_POISSON];
+}
+
+bool
+sampling_mode_parse(const char *name, size_t len, enum sampling_mode *mode)
+{
+    for (size_t i = 0; i < sizeof(mode_names) / sizeof(mode_names[0]); i++) {
+        if (strlen(mode_names[i]) == len && memcmp(name, mode_names[i], len) == 0) {
+            *mode = (enum sampling_mode)i;
+            return true;
+        }
+    }
+    return false;
+}
+
 void
 sampling_params_set(struct sampling_params *params, enum sampling_setting_id id, uint64_t value)
 {
@@ -141,9 +164,8 @@ sampling_params_parse(const char *text, struct sampling_params *params, char *er
             sampling_params_set(params, (enum sampling_setting_id)id, n);
         }
         else if (KEY("mode")) {
-            if (valuelen == 7 && memcmp(value, "poisson", 7) == 0) params->mode = SAMPLING_MODE_POISSON;
-            else if (valuelen == 5 && memcmp(value, "fixed", 5) == 0) params->mode = SAMPLING_MODE_FIXED;
-            else return fail(err, errlen, "%s=%s: expected poisson or fixed", p, keylen, value, valuelen);
+            if (!sampling_mode_parse(value, valuelen, &params->mode))
+                return fail(err, errlen, "%s=%s: expected poisson or fixed", p, keylen, value, valuelen);
         }
         else if (KEY("malloc")) {
             if (valuelen == 1 && (*value == '0' || *value == '1')) params->malloc = *value == '1';
@@ -187,17 +209,55 @@ sampling_params_parse(const char *text, struct sampling_params *params, char *er
         snprintf(err, errlen, "every= needs out= with %%n, the delta file's number (e.g. out=alloc-%%p-%%n.pb.gz)");
         return false;
     }
+    /* a delta is pprof (alloc_* since the last one); DHAT files hold a
+     * whole run: one at exit */
+    size_t outlen = strlen(params->out);
+    if (params->every && outlen >= 10 && strcmp(params->out + outlen - 10, ".dhat.json") == 0) {
+        snprintf(err, errlen, "every= writes pprof delta files: out= must not end in .dhat.json (a DHAT file is written "
+                 "once, at exit, without every=)");
+        return false;
+    }
     return true;
 }
 
+/* Whether template_ holds %p (not %%p). */
+static bool
+has_pid(const char *template_)
+{
+    for (const char *p = template_; *p; p++) {
+        if (p[0] == '%' && p[1] == 'p') return true;
+        if (p[0] == '%' && p[1]) p++;
+    }
+    return false;
+}
+
+/* Where a child's pid goes in a template without %p: before the first
+ * dot of the file name (not a leading one), else at the end. */
+static const char *
+child_pid_position(const char *template_)
+{
+    const char *slash = strrchr(template_, '/');
+    const char *name = slash ? slash + 1 : template_;
+    const char *dot = *name ? strchr(name + 1, '.') : NULL;
+    return dot ? dot : template_ + strlen(template_);
+}
+
 bool
-sampling_expand_path(const char *template_, long pid, unsigned long seq, char *out, size_t outlen)
+sampling_expand_path(const char *template_, long pid, unsigned long seq, bool child, char *out, size_t outlen)
 {
     size_t n = 0;
-    for (const char *p = template_; *p; p++) {
+    const char *insert = child && !has_pid(template_) ? child_pid_position(template_) : NULL;
+    for (const char *p = template_;; p++) {
         char buf[32];
         const char *piece = buf;
         size_t len;
+        if (p == insert) {
+            len = (size_t)snprintf(buf, sizeof(buf), "-%ld", pid);
+            if (n + len >= outlen) return false;
+            memcpy(out + n, piece, len);
+            n += len;
+        }
+        if (!*p) break;
         if (p[0] == '%' && p[1] == 'p') {
             len = (size_t)snprintf(buf, sizeof(buf), "%ld", pid);
             p++;

@@ -28,11 +28,17 @@ struct sampling_params {
     bool malloc;                 /* sample malloc'd bytes too (malloc.c) */
     bool has_seed;
     uint64_t seed;
-    char out[SAMPLING_OUT_MAX];  /* "" when not given; %p, %n not yet expanded */
+    char out[SAMPLING_OUT_MAX];  /* "" when not given; %p, %n not yet expanded; a name ending in .dhat.json: DHAT (dhat.h), else pprof */
     uint32_t every;             /* seconds between delta files (out= names them, with %n); 0: one profile at exit */
 };
 
 #define SAMPLING_EVERY_MAX  86400   /* seconds */
+
+/* The modes' names, the one spelling of RUBY_GC_SAMPLING's mode=,
+ * start's mode: (as Symbols), stats[:mode] and the profiles' comments. */
+const char *sampling_mode_name(enum sampling_mode mode);
+/* The mode named by the len bytes at name (exactly); false for any other. */
+bool sampling_mode_parse(const char *name, size_t len, enum sampling_mode *mode);
 
 void sampling_params_default(struct sampling_params *params);
 
@@ -72,7 +78,11 @@ bool sampling_params_parse(const char *text, struct sampling_params *params, cha
 bool sampling_parse_size(const char *text, size_t len, unsigned base, uint64_t *out);
 
 /* Expands %p (pid), %n (seq: the delta file's number, 1, 2, ...) and %%
- * in an output path template into out; false when it does not fit. */
-bool sampling_expand_path(const char *template_, long pid, unsigned long seq, char *out, size_t outlen);
+ * in an output path template into out; false when it does not fit.  In a
+ * forked child (child: pid is not the process that read the template) a
+ * template without %p gets "-PID" before the file name's first dot (at
+ * the end if none): "alloc-%n.pb.gz" -> "alloc-1-4242.pb.gz", so that no
+ * child overwrites its parent's files (or a sibling's). */
+bool sampling_expand_path(const char *template_, long pid, unsigned long seq, bool child, char *out, size_t outlen);
 
 #endif

@@ -2,12 +2,14 @@
  * delta.h: delta profiles: allocations since a reader's previous read.
  *
  * Model.  Sites keep cumulative totals (sites.h).  A delta holds, per
- * site id, the totals its last read saw (its baseline); a read shows each
- * site's totals minus its baseline and makes what it saw the new one.
+ * site id, the totals its last read saw, rounded as a profile shows them
+ * (its baseline); a read shows each site's rounded totals minus its
+ * baseline and makes what it saw the new one.
  * A site folded into <other sites> since (its totals moved there) is
  * missing from the read: its baseline is taken off <other sites>.  So the
  * deltas of consecutive reads add up, site by site and in total, to the
- * totals between the first and the last (exactly, in fixed mode); in-use
+ * totals between the first and the last, exactly as the whole profile
+ * rounds them (in both modes, while no site is folded); in-use
  * values are never deltas (a snapshot, as Go's allocs?seconds=N).
  *
  *   read 1 ---- read 2 ---- read 3        totals(3) - totals(1) =
@@ -19,6 +21,17 @@
  * A read is one pass of read.h (VM lock held, GC off) in which each site
  * is seen once: begin, then site() for each, then other(), then end
  * (which keeps the new baseline, or drops it if the pass failed).
+ *
+ * RUBY_GC_SAMPLING's every= reads one delta every N seconds (periodic.h
+ * has the model).  Its clock is a native thread, not a Ruby thread: a
+ * Ruby thread sleeping with a timeout showed in Thread.list and counted
+ * as alive for the deadlock check (Queue.new.pop hung instead of dying
+ * with "No live threads left. Deadlock?").  The native thread keeps
+ * absolute deadlines, asks for each build with a postponed job (run with
+ * the GVL at a Ruby thread's interrupt check; when every Ruby thread is
+ * blocked it wakes the main thread as a signal does, without cutting its
+ * sleep or read short), and writes the bytes off the GVL; the delta is
+ * built from malloc'd tables and nothing runs on the GC path.
  */
 #ifndef SAMPLING_DELTA_H
 #define SAMPLING_DELTA_H
@@ -27,10 +40,18 @@
 #include "ruby/st.h"
 #include "read.h"
 
+/* A site's alloc totals as a read showed them: rounded, as a profile
+ * shows them, so that a delta is the difference of two rounded totals
+ * and consecutive deltas add up exactly to the rounded whole (rounding
+ * each delta again drifts by up to half an object a read). */
+struct sampling_delta_totals {
+    int64_t space, objects;
+};
+
 struct sampling_delta {
-    st_table *base;         /* site id -> struct site_values (malloc'd), NULL: empty */
+    st_table *base;         /* site id -> struct sampling_delta_totals (malloc'd), NULL: empty */
     st_table *next;         /* being built by the read in progress */
-    double other_space, other_objects;
+    struct sampling_delta_totals other;     /* <other sites> */
     uint64_t generation;
     bool complete;          /* the read in progress got to other() */
 };
@@ -43,9 +64,11 @@ bool sampling_delta_other(struct sampling_delta *d, struct site_values *sv);
 void sampling_delta_end(struct sampling_delta *d);
 
 /* profile.c: the profile, with alloc_* since the delta's last read (NULL:
- * since start); where it goes (a path or an IO), checked, and written. */
+ * since start). */
 VALUE sampling_pprof_bytes(struct sampling_delta *delta);
-void sampling_check_destination(VALUE dest, const char *argname);
-VALUE sampling_write_out(VALUE dest, VALUE bytes, const char *argname);
+VALUE sampling_pprof_delta_bytes(struct sampling_delta *delta, VALUE view);
+/* The allocations view in malloc'd bytes (the caller frees them), for a
+ * writer that holds no Ruby object (periodic.c). */
+void sampling_pprof_malloced(struct sampling_delta *delta, uint8_t **bytes, size_t *len);
 
 #endif

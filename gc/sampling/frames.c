@@ -1,13 +1,17 @@
-/* frames.c: see frames.h.  (Over 400 lines: capture and naming, the two
+/* frames.c: see frames.h.  (Over 450 lines: capture and naming, the two
  * halves of reading the VM's frames, share its internals and rules.) */
 #include "ruby/internal/config.h"
 #include "vm_core.h"
 #include "iseq.h"
 #include "internal/class.h"
+#include "vm_callinfo.h"
+#include "yjit.h"
 #include "ruby_version.h"
 
 #include "frames.h"
 #include "invariant.h"
+
+#include <inttypes.h>
 
 /* As rb_vm_frame_method_entry (vm_insnhelper.c, not exported): the method
  * entry stored in the frame's environment, following block environments
@@ -102,6 +106,137 @@ current_ec(void)
     return th ? th->ec : NULL;
 }
 
+/* ---- YJIT: core methods it runs without their frame ----
+ *
+ * For a few core C methods YJIT emits the method's work inline at the
+ * call site (known_cfunc_codegen) and pushes no frame, where the
+ * interpreter pushes one: an object such a method allocates would show
+ * its caller on top, not the method caller_locations and the interpreter
+ * show.  Of YJIT's specialised methods (codegen.rs, reg_method_codegen;
+ * the same list in 3.4 and 4.0) these five allocate and are called
+ * through a frame by the interpreter; the others allocate nothing, or
+ * (Float arithmetic, String#<< and Array#<< through opt_plus, opt_ltlt,
+ * ...) run frameless in the interpreter too, so they need no frame here.
+ *
+ * The frame is given back from what YJIT leaves: before such a call it
+ * saves the pc of the instruction after the call in the caller's frame,
+ * so when the top frame is a Ruby frame whose pc follows a call
+ * instruction (its call data is the instruction's last operand, or the
+ * one before it for send's block iseq) named like one of these, with
+ * plain arguments (no splat, keywords or block argument: YJIT specialises
+ * only those), and what is allocated is a String, the allocation is that
+ * method's: a frame would have been pushed for any other method (YJIT's
+ * other frameless methods allocate nothing), and the interpreter
+ * allocates in that state only the call site's cache (an imemo) and, the
+ * first time, room in a class's cache table (malloc).  So a malloc'd
+ * block is taken as the method's only once the site's inline cache holds
+ * the method, as it does after the interpreter's first call: a site YJIT
+ * compiles before the interpreter ever ran it (--yjit-call-threshold=1)
+ * gives its buffers to the caller.  The call's inline cache cannot say which
+ * method it is (YJIT does its own lookup and may never fill it), so the
+ * method entries come from Method objects made once at boot and held
+ * for good (rb_gc_register_mark_object: never freed, never moved). */
+#define JIT_FRAMELESS_METHODS 5
+static ID jit_frameless_ids[JIT_FRAMELESS_METHODS];
+static VALUE jit_frameless_methods[JIT_FRAMELESS_METHODS];
+
+static VALUE
+method_of_string(VALUE name)
+{
+    return rb_obj_method(rb_str_new_cstr(""), name);
+}
+
+void
+sampling_frames_init(void)
+{
+#if USE_YJIT
+    static const char *const names[JIT_FRAMELESS_METHODS] = { "dup", "byteslice", "[]", "slice", "+@" };
+    for (int i = 0; i < JIT_FRAMELESS_METHODS; i++) {
+        int state = 0;
+        VALUE m = rb_protect(method_of_string, ID2SYM(rb_intern(names[i])), &state);
+        if (state) {
+            rb_set_errinfo(Qnil);
+            continue;
+        }
+        rb_gc_register_mark_object(m);
+        jit_frameless_methods[i] = m;
+        jit_frameless_ids[i] = rb_intern(names[i]);
+    }
+#endif
+}
+
+/* The method entry a Method object holds (proc.c's struct METHOD, the
+ * same in 3.4 and 4.0; a bound method's is a callable one). */
+struct sampling_method_data {
+    VALUE recv, klass, iclass, owner;
+    const rb_method_entry_t *me;
+};
+
+static uintptr_t
+method_entry_of(VALUE method)
+{
+    if (!method || !RB_TYPE_P(method, T_DATA) || !RTYPEDDATA_P(method)) return 0;
+    const struct sampling_method_data *m = RTYPEDDATA_GET_DATA(method);
+    const rb_method_entry_t *me = m ? m->me : NULL;
+    if (!me || me->owner != rb_cString || !me->def || me->def->type != VM_METHOD_TYPE_CFUNC) return 0;
+    return (uintptr_t)me;
+}
+
+static const struct rb_call_data *
+call_data_at(const rb_iseq_t *iseq, const VALUE *operand)
+{
+    const struct rb_iseq_constant_body *body = ISEQ_BODY(iseq);
+    const struct rb_call_data *cd = (const struct rb_call_data *)*operand;
+    if (cd < body->call_data || cd >= body->call_data + body->ci_size) return NULL;
+    return cd;
+}
+
+/* The method entry of the C method YJIT runs frameless at cfp, or 0;
+ * cached: only if the site's inline cache holds that method. */
+static NOINLINE(uintptr_t jit_frameless_cfunc(const rb_control_frame_t *cfp, bool cached));
+
+static uintptr_t
+jit_frameless_cfunc(const rb_control_frame_t *cfp, bool cached)
+{
+    const rb_iseq_t *iseq = cfp->iseq;
+    const VALUE *pc = cfp->pc;
+    if (!iseq || !pc || !imemo_kind_p((VALUE)iseq, imemo_iseq)) return 0;
+    const VALUE *start = ISEQ_BODY(iseq)->iseq_encoded;
+    if (pc - start < 2 || pc - start > (ptrdiff_t)ISEQ_BODY(iseq)->iseq_size) return 0;
+    const struct rb_call_data *cd = call_data_at(iseq, pc - 1);
+    if (!cd) cd = call_data_at(iseq, pc - 2);
+    if (!cd || !cd->ci) return 0;
+    if (vm_ci_flag(cd->ci) & (VM_CALL_ARGS_SPLAT | VM_CALL_KW_SPLAT | VM_CALL_KWARG | VM_CALL_ARGS_BLOCKARG | VM_CALL_OPT_SEND)) {
+        return 0;
+    }
+    ID mid = vm_ci_mid(cd->ci);
+    for (int i = 0; i < JIT_FRAMELESS_METHODS; i++) {
+        if (mid != jit_frameless_ids[i] || !mid) continue;
+        uintptr_t me = method_entry_of(jit_frameless_methods[i]);
+        if (cached && (!cd->cc || !vm_cc_cme(cd->cc) || vm_cc_cme(cd->cc)->def != ((const rb_method_entry_t *)me)->def)) return 0;
+        return me;
+    }
+    return 0;
+}
+
+/* Whether YJIT may be running a method frameless at all: the one load
+ * the capture pays without YJIT. */
+static inline bool
+jit_enabled(void)
+{
+#if USE_YJIT
+    return rb_yjit_enabled_p;
+#else
+    return false;
+#endif
+}
+
+const void *
+sampling_frames_ec(void)
+{
+    return current_ec();
+}
+
 struct capture {
     const rb_control_frame_t *cfp, *end_cfp;
     struct sampling_frame *out, *limit;
@@ -152,8 +287,9 @@ capture_rest(struct capture *c, bool skip_next)
  * a slot that holds p's method entry, non-zero (so not a rescue frame:
  * see match_step).  p may be pred's end mark (its pc is no frame's).
  * (Taking a block in a method here too, its method's entry one
- * environment out, cost the pairs loop registers: a 128-frame sample
- * 2,302 to 2,582 instructions, for -16 a block frame.) */
+ * environment out, ran the pairs loop out of registers: every deep stack
+ * paid more than block frames saved; benchmark/results/optimisations.md,
+ * "Tried and left out".) */
 static inline bool
 plain_match(const rb_control_frame_t *cfp, const struct sampling_frame *p)
 {
@@ -243,7 +379,7 @@ match_pred(const rb_control_frame_t *cfp, const rb_control_frame_t *end, const s
 
 struct sampling_capture
 sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, struct sampling_stack *const *recent,
-                        const void **ec_out)
+                        const void **ec_out, unsigned type)
 {
     rb_execution_context_t *ec = current_ec();
     *ec_out = ec;
@@ -259,6 +395,18 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, struct sampl
     const rb_control_frame_t *cfp = ec->cfp;
     const rb_control_frame_t *end_cfp = RUBY_VM_NEXT_CONTROL_FRAME(RUBY_VM_END_CONTROL_FRAME(ec));
     struct sampling_frame *out = buf;
+    uint64_t h = SAMPLING_HASH_START;
+
+    /* A method YJIT runs without its frame: its frame first, as the
+     * interpreter's would be, and no recent site compared (the stack's
+     * control frames are not its frames). */
+    uintptr_t jit_cme = RB_UNLIKELY(jit_enabled()) && (type == T_STRING || type == T_NONE) && depth
+                            ? jit_frameless_cfunc(cfp, type == T_NONE) : 0;
+    if (jit_cme) {
+        *out++ = (struct sampling_frame){ .iseq = 0, .pc = 0, .cme = jit_cme };
+        h = sampling_hash_pc(h, 0);
+        depth--;
+    }
 
     /* The common walk (a few loads a frame, the hash mixed in), until
      * the first rescue/ensure frame, or the first `depth` control frames
@@ -269,7 +417,6 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, struct sampl
     uint32_t cfps = (uint32_t)(end_cfp - cfp);
     const rb_control_frame_t *fast_end = cfps > depth ? cfp + depth : end_cfp;
     bool skip_next = false;
-    uint64_t h = SAMPLING_HASH_START;
     /* A recent site whose stack this is, compared whole (one cut at depth
      * is not: its last frames follow other rules), if it was found for as
      * many control frames (a stack of another depth is not worth
@@ -283,7 +430,7 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, struct sampl
     const struct sampling_stack *best = NULL;
     const rb_control_frame_t *best_at = cfp;
     uint32_t best_matched = 0;
-    for (int i = 0; i < SAMPLING_RECENT_WAYS; i++) {
+    for (int i = 0; i < SAMPLING_RECENT_WAYS && !jit_cme; i++) {
         const struct sampling_stack *pred = recent[i];
         if (!pred || pred->cfps != cfps || pred->truncated || !pred->nframes) continue;
         uint32_t matched;
@@ -325,7 +472,7 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, struct sampl
         }
         out++->cme = v;
     }
-    struct capture c = { cfp, end_cfp, out, buf + depth, h, false };
+    struct capture c = { cfp, end_cfp, out, buf + depth + (jit_cme != 0), h, false };
     if (cfp != end_cfp) capture_rest(&c, skip_next);
 
     uint32_t n = (uint32_t)(c.out - buf);
@@ -443,19 +590,49 @@ permanent_name(VALUE mod)
     return classpath;
 }
 
-/* A class as Module#name shows it, else as inspect of an anonymous one
- * (rb_any_to_s: "#<Class:0x...>"). */
+/* ":0x000055d5c3a1b2c8>": the end of rb_any_to_s, whose %p prints all
+ * 16 digits. */
 static void
-text_class(struct text *t, VALUE klass)
+put_address(sampling_text_put *put, void *ctx, VALUE obj)
+{
+    char buf[32];
+    int n = snprintf(buf, sizeof(buf), ":0x%016" PRIxPTR ">", (uintptr_t)obj);
+    put(ctx, buf, (size_t)n, 0);
+}
+
+void
+sampling_class_name(VALUE klass, sampling_text_put *put, void *ctx)
 {
     VALUE classpath = SAMPLING_CLASSPATH(klass);
-    if (classpath) {
-        text_str(t, classpath);
+    if (classpath && RB_TYPE_P(classpath, T_STRING)) {
+        put(ctx, RSTRING_PTR(classpath), (size_t)RSTRING_LEN(classpath), classpath);
         return;
     }
-    char buf[64];
-    snprintf(buf, sizeof(buf), "#<%s:0x%016lx>", RB_TYPE_P(klass, T_MODULE) ? "Module" : "Class", (unsigned long)klass);
-    text_cstr(t, buf);
+    if (FL_TEST(klass, FL_SINGLETON)) {
+        /* rb_mod_to_s: a class's singleton by the class's name, any other
+         * object's by rb_any_to_s of it */
+        VALUE attached = rb_class_attached_object(klass);
+        put(ctx, "#<Class:", 8, 0);
+        if (RB_TYPE_P(attached, T_CLASS) || RB_TYPE_P(attached, T_MODULE)) {
+            sampling_class_name(attached, put, ctx);
+        }
+        else {
+            put(ctx, "#<", 2, 0);
+            sampling_class_name(rb_obj_class(attached), put, ctx);
+            put_address(put, ctx, attached);
+        }
+        put(ctx, ">", 1, 0);
+        return;
+    }
+    if (RB_TYPE_P(klass, T_MODULE)) put(ctx, "#<Module", 8, 0);
+    else put(ctx, "#<Class", 7, 0);
+    put_address(put, ctx, klass);
+}
+
+static void
+text_put(void *t, const char *s, size_t n, VALUE from)
+{
+    text_add(t, s, n);
 }
 
 /* As rb_gen_method_name (vm_backtrace.c, not exported). */
@@ -581,7 +758,7 @@ sampling_names_of(const struct sampling_frame *frames, uint32_t nframes, uint8_t
     size_t klass_at = SIZE_MAX;
     if (klass) {
         klass_at = t.len;
-        text_class(&t, (VALUE)klass);
+        sampling_class_name((VALUE)klass, text_put, &t);
         text_add(&t, "", 0);
         t.len++;    /* keep the NUL: the class name is a C string */
     }

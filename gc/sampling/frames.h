@@ -34,6 +34,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ruby/ruby.h"
 #include "records.h"
@@ -53,9 +54,22 @@ struct sampling_capture {
  * recent (SAMPLING_RECENT_WAYS sites, some NULL) are stacks seen before,
  * one of them likely this one: the walk compares with them first and,
  * while one matches, neither stores nor hashes.  *ec gets the running
- * fiber's rb_execution_context_t (NULL at boot), for labels.h. */
+ * fiber's rb_execution_context_t (NULL at boot), for labels.h.
+ * type: what is allocated, an object's T_xxx or T_NONE for a malloc'd
+ * block (a String method YJIT runs without its frame allocates Strings
+ * and their buffers: frames.c). */
+/* Once the VM is booted (rb_gc_impl_set_params): what the capture needs
+ * to tell a method YJIT runs without its frame (frames.c).  Runs Ruby
+ * code; captures before it see no such frame. */
+void sampling_frames_init(void);
+
 struct sampling_capture sampling_frames_capture(struct sampling_frame *buf, uint32_t depth,
-                                                struct sampling_stack *const *recent, const void **ec);
+                                                struct sampling_stack *const *recent, const void **ec,
+                                                unsigned type);
+
+/* The running fiber's rb_execution_context_t (NULL at boot): who is
+ * reading (sampler.h, sampler_reader_enter). */
+const void *sampling_frames_ec(void);
 
 /* A frame as caller_locations shows it. */
 struct sampling_location {
@@ -78,5 +92,51 @@ uint32_t sampling_frames_resolve(const struct sampling_frame *frames, uint32_t n
  * whose references die, while they can still be read. */
 struct sampling_names *sampling_names_of(const struct sampling_frame *frames, uint32_t nframes, uint8_t origin,
                                          uintptr_t klass);
+
+/* The one way every output names a class (a site's class, retention's
+ * hops): Module#name when it has one, else as inspect shows it
+ * (rb_any_to_s, rb_mod_to_s): "#<Class:0x000055d5c3a1b2c8>",
+ * "#<Module:0x...>", a singleton "#<Class:Foo>" or
+ * "#<Class:#<Foo:0x...>>".  Hands the pieces to put, in order; reads the
+ * class, allocates nothing and runs no Ruby code (the collector names
+ * sites). */
+typedef void sampling_text_put(void *ctx, const char *s, size_t len, VALUE from);  /* from: the String s is (a class path), else 0 */
+void sampling_class_name(VALUE klass, sampling_text_put *put, void *ctx);
+
+/* The site key of a sample (sites.h), the one place it is built, for a
+ * slot (sampling.c) and a malloc'd block (malloc.c) alike: the stack
+ * capture put in buf, the class (0: none), what was allocated (type and
+ * imemo_type; the capture gives the origin), the label set, and the
+ * recent slot the site goes to. */
+static inline void
+sampling_frames_site_key(struct sampling_site_key *key, struct sampling_frame *buf, const struct sampling_capture *capture,
+                         uintptr_t klass, uint16_t type, uint8_t imemo_type, uint32_t labels, uint8_t recent)
+{
+    key->klass = klass;
+    key->frames = buf;
+    key->hash = capture->hash;
+    key->nframes = capture->nframes;
+    key->truncated = capture->truncated;
+    key->kind.word = 0;
+    key->kind.type = type;
+    key->kind.imemo_type = imemo_type;
+    key->kind.origin = capture->origin;
+    key->labels = labels;
+    key->recent = recent;
+    key->cfps = capture->cfps;
+    key->site = NULL;
+    const struct sampling_stack *same = capture->same;
+    /* the stack is a recent site's (buf was not written): that site, if
+     * the rest of the key is too; else its frames are this key's */
+    if (same) {
+        if (sampling_site_rest_equal(same, key)) {
+            key->site = (struct sampling_stack *)same;
+            key->frames = same->frames;
+        }
+        else {
+            memcpy(buf, same->frames, same->nframes * sizeof(*same->frames));
+        }
+    }
+}
 
 #endif

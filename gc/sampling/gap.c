@@ -1,5 +1,6 @@
 /* gap.c: see gap.h for the model. */
 #include "gap.h"
+#include "probe.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -9,7 +10,7 @@
 static uint64_t
 splitmix64(uint64_t *x)
 {
-    uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
+    uint64_t z = (*x += PROBE_GOLDEN);
     z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
     z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
     return z ^ (z >> 31);
@@ -81,4 +82,38 @@ sampling_weight(enum sampling_mode mode, uint64_t interval, size_t size, uint64_
      * size << interval, where the weight tends to interval + size/2. */
     double p = -expm1(-(double)size / (double)interval);
     return (double)size / p;
+}
+
+uint64_t
+sampling_poisson_points(struct sampling_rng *rng, uint64_t interval, uint64_t span, uint64_t *next)
+{
+    double mean = sampling_gap_mean(interval);
+    /* q < 1 / interval: a span under STEPPED intervals has a mean under
+     * STEPPED points, found without expm1 (the common case: a sample's
+     * allocation is rarely more than a few intervals long) */
+    double q = 0, mu = 0;
+    bool stepped = span / SAMPLING_POINTS_STEPPED < interval;
+    if (!stepped) {
+        q = -expm1(-1.0 / mean);    /* a byte's chance to hold a point */
+        mu = (double)span * q;
+        stepped = mu < SAMPLING_POINTS_STEPPED;
+    }
+    if (stepped) {
+        uint64_t points = 0, at = 0;
+        for (;;) {
+            uint64_t gap = (uint64_t)sampling_gap_poisson(rng, mean);
+            if (gap > span - at) {
+                *next = gap - (span - at);
+                return points;
+            }
+            at += gap;
+            points++;
+        }
+    }
+    /* Box-Muller: one standard normal from two uniforms in (0, 1] */
+    double z = sqrt(-2.0 * log(sampling_rng_uniform(rng))) * cos(6.283185307179586 * sampling_rng_uniform(rng));
+    double k = floor(mu + sqrt(mu * (1.0 - q)) * z + 0.5);
+    *next = (uint64_t)sampling_gap_poisson(rng, mean);
+    if (!(k > 0)) return 0;
+    return k >= (double)span ? span : (uint64_t)k;
 }

@@ -150,6 +150,29 @@ sampling_gap_next(struct sampling_rng *rng, enum sampling_mode mode, uint64_t in
     return sampling_gap_poisson(rng, sampling_gap_mean(interval));
 }
 
+/* The points in a span of `span` bytes after a point (Poisson mode), in
+ * one step however long the span, and *next, the bytes from the span's
+ * end to the point after them (a countdown).
+ *
+ * Why one step works.  A gap is ceil(E * interval) with E exponential:
+ * P(gap = k) = exp(-(k-1)/I) - exp(-k/I) = (1 - q)^(k-1) q, with
+ * q = 1 - exp(-1/I): geometric.  Geometric gaps are Bernoulli trials:
+ * each byte holds a point with probability q, independently of every
+ * other.  So the points in `span` bytes are Binomial(span, q), and
+ * (memoryless) the distance from the span's end to the next point is a
+ * fresh gap, whatever happened inside.  While the mean span * q is small
+ * (under SAMPLING_POINTS_STEPPED) the gaps are drawn one by one, as
+ * before, which is exact and gives the same points for the same seed;
+ * past it, the count is drawn from the normal approximation of the
+ * binomial (mean span q, variance span q (1 - q), rounded and clipped
+ * to [0, span]): an allocation holding a million points costs one draw,
+ * not a million.  (Its error, a few percent of a standard deviation at
+ * mean 256 and falling as 1/sqrt(mean), changes no estimate: a Poisson
+ * sample's weight does not depend on its points, which only stats'
+ * malloc_points counts.) */
+#define SAMPLING_POINTS_STEPPED 256
+uint64_t sampling_poisson_points(struct sampling_rng *rng, uint64_t interval, uint64_t span, uint64_t *next);
+
 /* The estimated bytes a sample stands for (see the model above).  `points`
  * >= 1 is how many points the sampled allocation of `size` bytes held. */
 double sampling_weight(enum sampling_mode mode, uint64_t interval, size_t size, uint64_t points);

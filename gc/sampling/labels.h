@@ -3,11 +3,12 @@
  * integer ids, so that the sampling path carries one word per sample.
  *
  * Model.  `with_labels` (labels_api.c) merges its labels into the label
- * set of the code around it, interns the result here and keeps the id in
- * the Fiber storage (Fiber[], which new fibers and threads inherit); a
- * sample reads the id (sampling_labels_current) and its site keys on it
- * (sites.h), so labelled samples form their own sites with their own
- * totals.  Id 0 is the empty set.
+ * set of the code around it, interns the result in the process's table
+ * (labels_fiber.h) and keeps the id in the Fiber storage (Fiber[], which
+ * new fibers and threads inherit); a sample reads the id
+ * (sampling_labels_current) and its site keys on it (sites.h), so
+ * labelled samples form their own sites with their own totals.  Id 0 is
+ * the empty set.
  *
  * A set is stored once, as its canonical text: the pairs sorted by key,
  * each "key\0value\0".  Sets are never freed (sites and fibers hold ids
@@ -15,10 +16,13 @@
  * kept; a new set past that is not interned (the caller counts a drop and
  * keeps the enclosing set).
  *
- * Invariants: sets[i] has id i + 1; the table holds every id once, at its
- * probe run from the hash of its text; count <= SAMPLING_LABELS_MAX.
+ * Invariants (sampling_labels_verify): sets[i] has id i + 1 (sets[] is
+ * filled exactly up to count); the table holds every id once, in the
+ * probe run from the hash of its text (probe.h); a set's text is
+ * canonical and its hash is the hash of that text;
+ * count <= SAMPLING_LABELS_MAX.
  *
- * Pure C, malloc only.  No locking here: labels_api.c serialises writers;
+ * Pure C, malloc only.  No locking here: labels_fiber.c serialises writers;
  * readers may read a set whose id they were given without a lock, as
  * sets[] never moves (allocated whole at first use) and an entry is
  * written before its id is published.
@@ -33,6 +37,12 @@
 #define SAMPLING_LABELS_MAX     4096    /* label sets interned per process */
 #define SAMPLING_LABELS_PAIRS   16      /* pairs in one set */
 #define SAMPLING_LABELS_TEXT    4096    /* bytes of one set's canonical text */
+
+/* The label keys every profile writes itself (profile.c, retention_view.c):
+ * with_labels refuses them, so that a user's label never mixes into them.
+ * A new label key a profile writes goes here. */
+#define SAMPLING_LABELS_RESERVED        "class", "type", "memory", "retention"
+#define SAMPLING_LABELS_RESERVED_TEXT   "class, type, memory and retention"
 
 struct sampling_label_set {
     uint32_t npairs;
@@ -57,21 +67,14 @@ const struct sampling_label_set *sampling_labels_get(const struct sampling_label
 
 void sampling_labels_free(struct sampling_labels *t);
 
-/* The label set id of the running fiber (ec: its execution context, as
- * the stack capture found it; NULL at boot): 0 unless with_labels is
- * active there (or in the fiber or thread that started it).  On the
- * sampling path: reads a Fixnum from the Fiber storage, in place for a
- * small one (labels_api.c), allocates nothing, calls no Ruby method;
- * costs a flag test while with_labels was never called.
- * (sampling_labels_read is in labels_api.c, which sees the VM.) */
-extern bool sampling_labels_on;
-uint32_t sampling_labels_read(const void *ec);
+/* Checks the invariants above; NULL or a message.  O(the table): for
+ * --enable-checks (labels_api.c, after each new set) and the tests. */
+const char *sampling_labels_verify(const struct sampling_labels *t);
 
-static inline uint32_t
-sampling_labels_current(const void *ec)
-{
-    return __builtin_expect(sampling_labels_on, 0) && ec ? sampling_labels_read(ec) : 0;
-}
+/* Bytes the table holds: its two arrays (fixed at first use: 64 KiB)
+ * and each set (at most SAMPLING_LABELS_MAX sets of at most
+ * SAMPLING_LABELS_TEXT bytes of text each, 16 more a set). */
+size_t sampling_labels_memsize(const struct sampling_labels *t);
 
 /* A set's pairs: for (p = s->text, i = 0; i < s->npairs; i++, p = value + vlen + 1)
  * with key p and value p + strlen(p) + 1. */

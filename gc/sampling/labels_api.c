@@ -1,91 +1,23 @@
 /*
- * labels_api.c: ObjectSpace::AllocationSampler.with_labels, the label set
- * of the running fiber (read on the sampling path), and label sets as
- * Ruby Hashes for readers.  labels.h has the model.
+ * labels_api.c: ObjectSpace::AllocationSampler.with_labels, and label
+ * sets as Ruby Hashes for readers.  labels.h has the model.
  *
- * The current set's id lives in the Fiber storage under a static Symbol
- * key, as a Fixnum: Fiber[] is fiber-local and copied into every fiber
- * and thread started from the fiber (cont.c: inherit_fiber_storage), so
- * labels follow the work into fibers and threads, and a fiber-based
- * server's requests never see one another's.  with_labels sets it for
- * its block and restores the outer value on the way out (ensure), so
- * nesting works as Go's pprof.Do: inner keys override outer ones.
- *
- * The sampling path reads the storage Hash in place (storage_lookup):
- * its keys are Symbols (Fiber[]= checks) and ours is a static Symbol,
- * an immediate, so a pair holds it iff the pair's key is that word.  A
- * Hash of up to 8 pairs (CRuby's ar_table, embedded in the slot: the
- * usual Fiber storage) is a scan of at most 8 words, calling nothing,
- * the same in the fiber that called with_labels and in one that
- * inherited its labels; a bigger one (an st_table) is scanned the same
- * way up to 32 entries, and looked up past that.
+ * The current set's id lives in the Fiber storage (labels_fiber.h, the
+ * core's side, which owns the process's table and reads the id on the
+ * sampling path).  with_labels sets it for its block and restores the
+ * outer value on the way out (ensure), so nesting works as Go's
+ * pprof.Do: inner keys override outer ones.
  */
-#include "ruby/internal/config.h"
-#include "vm_core.h"
-#include "internal/hash.h"
+#include "ruby/ruby.h"
+#include "ruby/encoding.h"
 
 #include "api.h"
-#include "labels.h"
+#include "labels_fiber.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-bool sampling_labels_on;
-static struct sampling_labels labels;
-static pthread_mutex_t labels_lock = PTHREAD_MUTEX_INITIALIZER;  /* writers of `labels` (several Ractors) */
-static VALUE storage_key;   /* a static Symbol: an immediate, never moved */
 static VALUE cFiber;
-
-/* st.c's entry, which ruby/st.h leaves opaque (the same layout since
- * Ruby 2.4's open-addressing tables, in 3.4 and 4.0 alike); a deleted
- * entry keeps its key and has this hash. */
-struct storage_st_entry {
-    st_data_t hash;     /* st_hash_t, st.c's own typedef of st_data_t */
-    st_data_t key;
-    st_data_t record;
-};
-#define STORAGE_ST_DELETED (~(st_data_t)0)
-/* A larger table is looked up: a scan of up to 32 entries costs about
- * what a lookup does (benchmark/results/labels.md). */
-#define STORAGE_SCAN_MAX 32
-
-/* The value of our key in a Fiber storage Hash, Qnil if none (see the
- * top).  Newest entries first: with_labels sets the key after what the
- * fiber inherited, so it is usually the last.  Reads the Hash, never changes it; calls nothing unless the
- * Hash has more than STORAGE_SCAN_MAX entries. */
-static VALUE
-storage_lookup(VALUE storage)
-{
-    if (!RB_TYPE_P(storage, T_HASH)) return Qnil;
-    if (RHASH_AR_TABLE_P(storage)) {
-        const ar_table *t = RHASH_AR_TABLE(storage);
-        unsigned int bound = (unsigned int)((RBASIC(storage)->flags & RHASH_AR_TABLE_BOUND_MASK) >>
-                                            RHASH_AR_TABLE_BOUND_SHIFT);
-        if (bound > RHASH_AR_TABLE_MAX_SIZE) bound = RHASH_AR_TABLE_MAX_SIZE;
-        for (unsigned int i = bound; i-- > 0;) {
-            if (t->pairs[i].key == storage_key) return t->pairs[i].val;
-        }
-        return Qnil;
-    }
-    const st_table *st = RHASH_ST_TABLE(storage);
-    if (st->entries_bound - st->entries_start <= STORAGE_SCAN_MAX) {
-        const struct storage_st_entry *e = (const struct storage_st_entry *)st->entries;
-        for (st_index_t i = st->entries_bound; i-- > st->entries_start;) {
-            if (e[i].key == storage_key && e[i].hash != STORAGE_ST_DELETED) return (VALUE)e[i].record;
-        }
-        return Qnil;
-    }
-    return rb_hash_lookup2(storage, storage_key, Qnil);
-}
-
-uint32_t
-sampling_labels_read(const void *ec_)
-{
-    const rb_execution_context_t *ec = ec_;
-    VALUE id = storage_lookup(ec->storage);
-    return FIXNUM_P(id) ? (uint32_t)FIX2ULONG(id) : 0;
-}
 
 /* ---- building a set ---- */
 
@@ -99,14 +31,72 @@ struct merge {
     uint32_t n;
 };
 
+/* A label's name in messages: "key :job" (key nil: v is the key as
+ * given) or "value of :job". */
+static VALUE
+label_name(const char *what, VALUE key, VALUE given)
+{
+    return NIL_P(key) ? rb_sprintf("%s %"PRIsVALUE, what, rb_inspect(given)) : rb_sprintf("%s of %"PRIsVALUE, what, rb_inspect(key));
+}
+
+static VALUE
+encode_utf8(VALUE v)
+{
+    return rb_str_encode(v, rb_enc_from_encoding(rb_utf8_encoding()), 0, Qnil);
+}
+
+/* v as UTF-8, which every reader (Sample#labels, pprof's string table)
+ * takes a label's bytes to be: ASCII as it is; UTF-8 if valid; binary
+ * (ASCII-8BIT, as Rack's PATH_INFO) if its bytes are valid UTF-8; any
+ * other encoding converted (Latin-1 "caf\xE9" becomes "café").  Else
+ * ArgumentError naming the label: bytes that are not text are refused,
+ * never stored to come back broken. */
+static VALUE
+label_utf8(VALUE v, const char *what, VALUE key, VALUE given)
+{
+    rb_encoding *enc = rb_enc_get(v), *utf8 = rb_utf8_encoding();
+    if (enc == utf8 || enc == rb_ascii8bit_encoding()) {
+        VALUE u = enc == utf8 ? v : rb_enc_associate(rb_str_dup(v), utf8);
+        if (rb_enc_str_coderange(u) != ENC_CODERANGE_BROKEN) return u;
+    }
+    else if (rb_enc_asciicompat(enc) && rb_enc_str_coderange(v) == ENC_CODERANGE_7BIT) {
+        return rb_enc_associate(rb_str_dup(v), utf8);
+    }
+    else {
+        int state = 0;
+        VALUE u = rb_protect(encode_utf8, v, &state);
+        if (!state) return u;
+        rb_set_errinfo(Qnil);
+    }
+    rb_raise(rb_eArgError, "labels: %"PRIsVALUE" must be text convertible to UTF-8 (got %"PRIsVALUE" in %s)",
+             label_name(what, key, given), rb_inspect(v), rb_enc_name(enc));
+}
+
+/* Keys the profile writes itself (profile.c, retention_view.c): a label
+ * of the same key would mix into them (go tool pprof -tags would count
+ * such samples under both). */
+static const char *const reserved_keys[] = { SAMPLING_LABELS_RESERVED };
+
+static void
+check_key_free(VALUE k, VALUE key)
+{
+    for (size_t i = 0; i < sizeof(reserved_keys) / sizeof(reserved_keys[0]); i++) {
+        if ((size_t)RSTRING_LEN(k) == strlen(reserved_keys[i]) && memcmp(RSTRING_PTR(k), reserved_keys[i], RSTRING_LEN(k)) == 0)
+            rb_raise(rb_eArgError, "labels: key %"PRIsVALUE" is reserved: profiles label every sample with its own "
+                     SAMPLING_LABELS_RESERVED_TEXT " (use another key, such as job_%s)", rb_inspect(key), reserved_keys[i]);
+    }
+}
+
 static VALUE
 label_string(VALUE v, const char *what, VALUE key)
 {
+    VALUE given = v;
     if (RB_SYMBOL_P(v)) v = rb_sym2str(v);
     if (!RB_TYPE_P(v, T_STRING)) {
         rb_raise(rb_eArgError, "labels: %s%s%"PRIsVALUE" must be a String or Symbol (got %"PRIsVALUE")", what,
                  NIL_P(key) ? "" : " of ", NIL_P(key) ? rb_str_new_cstr("") : rb_inspect(key), rb_inspect(v));
     }
+    v = label_utf8(v, what, key, given);
     if (memchr(RSTRING_PTR(v), 0, (size_t)RSTRING_LEN(v))) {
         rb_raise(rb_eArgError, "labels: %s %"PRIsVALUE" must not contain a NUL byte", what, rb_inspect(v));
     }
@@ -140,6 +130,7 @@ merge_i(VALUE key, VALUE value, VALUE arg)
     struct merge_arg *a = (struct merge_arg *)arg;
     VALUE k = label_string(key, "key", Qnil);
     if (RSTRING_LEN(k) == 0) rb_raise(rb_eArgError, "labels: a key must not be empty");
+    check_key_free(k, key);
     VALUE v = label_string(value, "value", key);
     rb_ary_push(a->keep, k);
     rb_ary_push(a->keep, v);
@@ -162,7 +153,7 @@ labels_merge(uint32_t outer, VALUE opts)
 {
     struct merge m;
     m.n = 0;
-    const struct sampling_label_set *s = sampling_labels_get(&labels, outer);
+    const struct sampling_label_set *s = sampling_labels_set(outer);
     if (s) {
         const char *p = s->text;
         for (uint32_t i = 0; i < s->npairs; i++) {
@@ -189,9 +180,7 @@ labels_merge(uint32_t outer, VALUE opts)
         text[len++] = '\0';
     }
     RB_GC_GUARD(arg.keep);
-    pthread_mutex_lock(&labels_lock);
-    uint32_t id = sampling_labels_intern(&labels, text, len, m.n);
-    pthread_mutex_unlock(&labels_lock);
+    uint32_t id = sampling_labels_add(text, len, m.n);
     return id ? id : outer;
 }
 
@@ -211,7 +200,7 @@ fiber_class(void)
 static VALUE
 fiber_storage_set(VALUE value)
 {
-    return rb_funcall(fiber_class(), rb_intern("[]="), 2, storage_key, value);
+    return rb_funcall(fiber_class(), rb_intern("[]="), 2, sampling_labels_key(), value);
 }
 
 static VALUE
@@ -234,7 +223,7 @@ with_labels_m(int argc, VALUE *argv, VALUE self)
     VALUE opts = Qnil;
     rb_scan_args(argc, argv, "0:", &opts);
     if (!rb_block_given_p()) rb_raise(rb_eArgError, "with_labels: a block is required");
-    VALUE outer = rb_funcall(fiber_class(), rb_intern("[]"), 1, storage_key);
+    VALUE outer = rb_funcall(fiber_class(), rb_intern("[]"), 1, sampling_labels_key());
     if (!FIXNUM_P(outer)) outer = Qnil;
     uint32_t id = labels_merge(FIXNUM_P(outer) ? (uint32_t)FIX2ULONG(outer) : 0, opts);
     if (!id) return rb_yield(Qundef);
@@ -249,7 +238,7 @@ VALUE
 sampling_labels_hash(uint32_t id)
 {
     VALUE h = rb_hash_new();
-    const struct sampling_label_set *s = sampling_labels_get(&labels, id);
+    const struct sampling_label_set *s = sampling_labels_set(id);
     if (s) {
         const char *p = s->text;
         for (uint32_t i = 0; i < s->npairs; i++) {
@@ -261,24 +250,9 @@ sampling_labels_hash(uint32_t id)
     return rb_hash_freeze(h);
 }
 
-const struct sampling_label_set *
-sampling_labels_set(uint32_t id)
-{
-    return sampling_labels_get(&labels, id);
-}
-
-void
-sampling_labels_stats(uint64_t *count, uint64_t *dropped)
-{
-    pthread_mutex_lock(&labels_lock);
-    *count = labels.count;
-    *dropped = labels.dropped;
-    pthread_mutex_unlock(&labels_lock);
-}
-
 void
 sampling_define_labels(VALUE mSampler)
 {
-    storage_key = ID2SYM(rb_intern("__allocation_sampler_labels"));
+    sampling_labels_init();
     rb_define_singleton_method(mSampler, "with_labels", with_labels_m, -1);
 }

@@ -2,7 +2,11 @@
  * malloc.c: sampling the bytes of rb_gc_impl_malloc, _calloc and _realloc
  * (issue 15; docs/malloc-sampling.md).  Included by sampling.c after
  * gc/default/default.c, whose four entry points it wraps (renamed to
- * *_default before that include): no patch is needed.
+ * *_default before that include): no patch is needed.  (Over 450 lines:
+ * the four paths below share malloc_lock, the thread's countdown and the
+ * filter, a static here so that a free reads it with one load
+ * (HACKING.md); the table and filter themselves are blocks.c's, and the
+ * rest would be split only by exposing those statics to a second file.)
  *
  * Model.  Each thread's malloc'd bytes are a stream marked by sample
  * points, as a heap's slot bytes are (gap.h): malloc and calloc put `size`
@@ -24,7 +28,7 @@
  *      thread last looked (malloc_epoch), or the sampler is off (then the
  *      countdown is set to MALLOC_OFF_RECHECK: a look every MiB).
  *   3. a sample: the block (from glibc, like any other) is entered in the
- *      table and recorded (malloc_record).
+ *      table (blocks.h) and recorded (malloc_record).
  *   4. every free/realloc: one byte of a 64 KiB filter, indexed by the
  *      pointer's bits, says whether a sampled block could have this
  *      address: a shift, a mask, a load, a test, a branch.  Only then is
@@ -63,6 +67,8 @@
  * live, compaction leaves it alone, and Sample#object is nil.
  */
 #include <pthread.h>
+#include "blocks.h"
+#include "probe.h"
 
 /* ---- the thread's countdown ---- */
 
@@ -97,13 +103,16 @@ malloc_thread_reset(struct malloc_thread *t)
         return;
     }
     uint64_t n = __atomic_fetch_add(&malloc_state.threads, 1, __ATOMIC_RELAXED);
-    sampling_rng_seed(&t->rng, malloc_state.seed + n * UINT64_C(0x9e3779b97f4a7c15));
+    sampling_rng_seed(&t->rng, malloc_state.seed + n * PROBE_GOLDEN);
     t->countdown = t->set = (uint64_t)sampling_gap_next(&t->rng, malloc_state.mode, malloc_state.interval);
 }
 
-/* The slow path of the countdown: `bytes` go on the stream and hold the
- * next point (bytes >= countdown), or the thread must look again.
- * Returns the points they hold (0: not a sample). */
+/* The slow path of the countdown: `bytes` (allocated: a failed
+ * allocation is never counted) go on the stream and may hold the next
+ * point, or the thread must look again.  Returns the points they hold
+ * (0: not a sample).  (Allocations made meanwhile by the same thread, in
+ * a GC the allocation ran, may have moved the point: any bytes < the
+ * countdown hold none.) */
 static NOINLINE(uint64_t malloc_count(struct malloc_thread *t, uint64_t bytes));
 static uint64_t
 malloc_count(struct malloc_thread *t, uint64_t bytes)
@@ -112,159 +121,76 @@ malloc_count(struct malloc_thread *t, uint64_t bytes)
         /* a start, stop or clear since this thread last looked: the bytes
          * it allocated meanwhile are not counted (README, Limits) */
         malloc_thread_reset(t);
-        if (bytes < t->countdown) {
-            t->countdown -= bytes;
-            return 0;
-        }
     }
     if (!malloc_state.on) {
         t->countdown = t->set = MALLOC_OFF_RECHECK;
         return 0;
     }
-    /* the points lie at countdown, then a gap further each (1-based
-     * positions in this allocation's bytes) */
+    if (bytes < t->countdown) {
+        t->countdown -= bytes;
+        return 0;
+    }
+    /* the first point lies at byte `countdown` of these (1-based); the
+     * rest of them, bytes - countdown, hold the others (gap.h) */
     uint64_t before = t->set - t->countdown;
-    uint64_t next = t->countdown, points;
+    uint64_t span = bytes - t->countdown, points, next;
     if (malloc_state.mode == SAMPLING_MODE_FIXED) {
-        points = 1 + (bytes - next) / malloc_state.interval;
-        next += points * malloc_state.interval;
+        points = 1 + span / malloc_state.interval;
+        next = malloc_state.interval - span % malloc_state.interval;
     }
     else {
-        for (points = 0; next <= bytes; points++) next += (uint64_t)sampling_gap_next(&t->rng, SAMPLING_MODE_POISSON, malloc_state.interval);
+        points = 1 + sampling_poisson_points(&t->rng, malloc_state.interval, span, &next);
     }
-    t->countdown = t->set = next - bytes;
+    t->countdown = t->set = next;
     __atomic_fetch_add(&malloc_state.bytes, before + bytes, __ATOMIC_RELAXED);
     __atomic_fetch_add(&malloc_state.points, points, __ATOMIC_RELAXED);
     __atomic_fetch_add(&malloc_state.samples, 1, __ATOMIC_RELAXED);
     return points;
 }
 
-/* The fast path: the points `bytes` hold, usually none. */
-static inline uint64_t
-malloc_take(uint64_t bytes)
-{
-    struct malloc_thread *t = &malloc_tls;
-    if (RB_LIKELY(bytes < t->countdown)) {
-        t->countdown -= bytes;
-        return 0;
-    }
-    return malloc_count(t, bytes);
-}
+/* ---- the table of sampled blocks, and its filter (blocks.h) ---- */
 
-/* ---- the table of sampled blocks, and its filter ---- */
-
-/* A sampled block: its address and its record (or its queued event). */
-struct malloc_block {
-    uintptr_t ptr;          /* 0: empty; MALLOC_TOMBSTONE: removed */
-    uint32_t record;        /* record index; SAMPLING_NONE: none (dropped, or still queued) */
-    uint32_t event;         /* queued: its event's index + 1; 0: not queued */
-    uint64_t seq;           /* the record's sample */
-};
-#define MALLOC_TOMBSTONE ((uintptr_t)1)
-
-/* The filter: how many sampled blocks hash to each byte (saturating at
- * 255: then that byte always says "maybe").  Written under malloc_lock,
- * read without it by every free: a block's byte was set before the block
- * was handed out, so its owner sees it. */
-#define MALLOC_FILTER_BITS 16
-static uint8_t malloc_filter[1 << MALLOC_FILTER_BITS];
-
-static inline size_t
-malloc_filter_index(const void *ptr)
-{
-    /* glibc's blocks are 16-byte aligned: the bits above those */
-    return ((uintptr_t)ptr >> 4) & ((1 << MALLOC_FILTER_BITS) - 1);
-}
+/* The table and its filter: static here, so that the filter byte every
+ * free reads is one load from this library's own data. */
+static struct sampling_blocks malloc_blocks;
 
 static inline bool
 malloc_maybe_sampled(const void *ptr)
 {
-    return malloc_filter[malloc_filter_index(ptr)] != 0;
+    return sampling_blocks_maybe(&malloc_blocks, ptr);
 }
 
 static pthread_mutex_t malloc_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static struct {
-    struct malloc_block *slots;
-    size_t capacity, used;  /* used counts tombstones too */
-} malloc_blocks;
-
-static inline size_t
-malloc_block_home(uintptr_t ptr, size_t capacity)
-{
-    return (size_t)((ptr >> 4) * UINT64_C(0x9e3779b97f4a7c15) >> 20) & (capacity - 1);
-}
-
 /* The block of ptr, or NULL.  Under malloc_lock. */
-static struct malloc_block *
+static struct sampling_block *
 malloc_block_find(const void *ptr)
 {
-    if (!malloc_blocks.capacity) return NULL;
-    size_t mask = malloc_blocks.capacity - 1;
-    for (size_t i = malloc_block_home((uintptr_t)ptr, malloc_blocks.capacity);; i = (i + 1) & mask) {
-        struct malloc_block *b = &malloc_blocks.slots[i];
-        if (b->ptr == (uintptr_t)ptr) return b;
-        if (!b->ptr) return NULL;
-    }
+    return sampling_blocks_find(&malloc_blocks, ptr);
 }
 
-static bool
-malloc_blocks_grow(void)
-{
-    size_t capacity = malloc_blocks.capacity ? malloc_blocks.capacity * 2 : 1024;
-    struct malloc_block *slots = calloc(capacity, sizeof(*slots));
-    if (!slots) return false;
-    for (size_t i = 0; i < malloc_blocks.capacity; i++) {
-        struct malloc_block *b = &malloc_blocks.slots[i];
-        if (b->ptr <= MALLOC_TOMBSTONE) continue;
-        size_t j = malloc_block_home(b->ptr, capacity);
-        while (slots[j].ptr) j = (j + 1) & (capacity - 1);
-        slots[j] = *b;
-    }
-    size_t live = 0;
-    for (size_t i = 0; i < capacity; i++) live += slots[i].ptr != 0;
-    free(malloc_blocks.slots);
-    malloc_blocks.slots = slots;
-    malloc_blocks.capacity = capacity;
-    malloc_blocks.used = live;
-    return true;
-}
-
-/* A new entry for ptr (none may exist), or NULL without memory.  Under malloc_lock. */
-static struct malloc_block *
+/* A new entry for ptr (none may exist), with no record yet, or NULL
+ * without memory.  Under malloc_lock. */
+static struct sampling_block *
 malloc_block_add(const void *ptr)
 {
-    if ((malloc_blocks.used + 1) * 2 > malloc_blocks.capacity && !malloc_blocks_grow()) return NULL;
-    size_t mask = malloc_blocks.capacity - 1;
-    size_t i = malloc_block_home((uintptr_t)ptr, malloc_blocks.capacity);
-    while (malloc_blocks.slots[i].ptr > MALLOC_TOMBSTONE) i = (i + 1) & mask;
-    struct malloc_block *b = &malloc_blocks.slots[i];
-    if (!b->ptr) malloc_blocks.used++;
-    b->ptr = (uintptr_t)ptr;
-    b->record = SAMPLING_NONE;
-    b->event = 0;
-    b->seq = 0;
-    uint8_t *f = &malloc_filter[malloc_filter_index(ptr)];
-    if (*f < UINT8_MAX) (*f)++;
+    struct sampling_block *b = sampling_blocks_add(&malloc_blocks, ptr);
+    if (b) b->record = SAMPLING_NONE;
     return b;
-}
-
-/* Under malloc_lock. */
-static void
-malloc_block_remove(struct malloc_block *b)
-{
-    uint8_t *f = &malloc_filter[malloc_filter_index((void *)b->ptr)];
-    if (*f < UINT8_MAX) (*f)--;
-    b->ptr = MALLOC_TOMBSTONE;
 }
 
 /* ---- events: what a thread that may not touch the records queues ---- */
 
-enum malloc_event_op { MALLOC_EVENT_SAMPLE, MALLOC_EVENT_END };
+/* SAMPLE: points in a block's bytes (a new block, or a realloc's growth:
+ * onto its record if it has one, else a record of its own); RESIZE: a
+ * sampled block's new size (a realloc whose growth held no point); END:
+ * a record's block was freed. */
+enum malloc_event_op { MALLOC_EVENT_SAMPLE, MALLOC_EVENT_RESIZE, MALLOC_EVENT_END };
 
 struct malloc_event {
     enum malloc_event_op op;
-    void *ptr;                          /* SAMPLE: its block (NULL once freed: recorded dead) */
+    void *ptr;                          /* SAMPLE, RESIZE: its block (NULL once freed) */
+    uint64_t size;                      /* SAMPLE, RESIZE: the block's bytes */
     uint32_t record;                    /* END: the record and its sample */
     uint64_t seq;
     struct sampling_sample sample;      /* SAMPLE */
@@ -293,38 +219,60 @@ malloc_inline_ok(void)
 STATIC_ASSERT(malloc_recent_slot, HEAP_COUNT <= MALLOC_RECENT_SLOT);
 static struct sampling_stack *const malloc_no_recent[SAMPLING_RECENT_WAYS];
 
-/* Records a sample of the block ptr (NULL: freed already) (under
- * malloc_lock, by the records' owner). */
+/* The queued events of the block at `from` now name `to` (NULL: freed).
+ * Under malloc_lock; only when the block has some (b->pending). */
 static void
-malloc_apply_sample(void *ptr, const struct sampling_sample *sample, const struct sampling_frame *frames,
-                    struct sampling_capture capture, uint32_t labels, size_t gc_count)
+malloc_events_retarget(const void *from, void *to)
 {
+    for (size_t i = 0; i < malloc_nevents; i++) {
+        struct malloc_event *e = &malloc_events[i];
+        if (e->op != MALLOC_EVENT_END && e->ptr == from) e->ptr = to;
+    }
+}
+
+/* Records a sample of `size` bytes' worth at the block ptr (NULL: freed
+ * already), which now holds block_size bytes (under malloc_lock, by the
+ * records' owner).  A block with a record is one block: the growth's
+ * weight joins its record (its bytes in use are the block's), and the
+ * growth is counted at the site that grew it. */
+static void
+malloc_apply_sample(void *ptr, uint64_t block_size, const struct sampling_sample *sample,
+                    struct sampling_frame *frames, struct sampling_capture capture, uint32_t labels,
+                    size_t gc_count)
+{
+    struct sampling_records *r = &sampler.records;
     struct sampling_sample_in in;
     in.obj = (uintptr_t)(ptr ? ptr : (void *)&in) | 1;
-    in.site.klass = 0;
-    in.site.frames = frames;
-    in.site.hash = capture.hash;
-    in.site.nframes = capture.nframes;
-    in.site.truncated = capture.truncated;
-    in.site.kind.word = 0;
-    in.site.kind.type = SAMPLING_TYPE_MALLOC;
-    in.site.kind.origin = capture.origin;
-    in.site.labels = labels;
-    in.site.recent = MALLOC_RECENT_SLOT;
-    in.site.cfps = capture.cfps;
-    in.site.site = NULL;
+    sampling_frames_site_key(&in.site, frames, &capture, 0, SAMPLING_TYPE_MALLOC, 0, labels, MALLOC_RECENT_SLOT);
     in.sample = *sample;
-    uint32_t index = sampling_records_add(&sampler.records, &in);
-    uint64_t seq = index == SAMPLING_NONE ? 0 : sampler.records.items[index].seq;
-    struct malloc_block *b = ptr ? malloc_block_find(ptr) : NULL;
-    if (!b) {
-        /* freed before it was recorded: counted, and dead at once */
-        if (index != SAMPLING_NONE) sampling_records_end(&sampler.records, index, seq, sampler_now(rb_gc_get_objspace(), gc_count));
+    struct sampling_block *b = ptr ? malloc_block_find(ptr) : NULL;
+    if (b && b->record != SAMPLING_NONE &&
+        sampling_records_resize(r, b->record, b->seq, block_size, sample->weight, in.obj)) {
+        sampling_records_tally(r, &in);
         return;
     }
+    uint32_t index = sampling_records_add(r, &in);
+    uint64_t seq = index == SAMPLING_NONE ? 0 : r->items[index].seq;
+    if (!b) {
+        /* freed before it was recorded: counted, and dead at once */
+        if (index != SAMPLING_NONE) sampling_records_end(r, index, seq, sampler_now(rb_gc_get_objspace(), gc_count));
+        return;
+    }
+    /* a realloc's growth: the record is of the whole block */
+    if (index != SAMPLING_NONE && block_size != sample->size) sampling_records_resize(r, index, seq, block_size, 0, in.obj);
     b->record = index;
     b->seq = seq;
-    b->event = 0;
+}
+
+/* A sampled block's new size, no point in it (under malloc_lock, by the
+ * records' owner). */
+static void
+malloc_apply_resize(void *ptr, uint64_t size)
+{
+    struct sampling_block *b = ptr ? malloc_block_find(ptr) : NULL;
+    if (b && b->record != SAMPLING_NONE) {
+        sampling_records_resize(&sampler.records, b->record, b->seq, size, 0, (uintptr_t)ptr | 1);
+    }
 }
 
 /* Applies the queue in order (under malloc_lock, by the records' owner). */
@@ -333,15 +281,22 @@ malloc_drain_locked(size_t gc_count)
 {
     for (size_t i = 0; i < malloc_nevents; i++) {
         struct malloc_event *e = &malloc_events[i];
+        if (e->op != MALLOC_EVENT_END && e->ptr) {
+            struct sampling_block *b = malloc_block_find(e->ptr);
+            if (b && b->pending) b->pending--;
+        }
         if (e->op == MALLOC_EVENT_SAMPLE) {
             /* A sample taken while a read was on is applied as one taken
              * during that read: it evicts no record and folds no site
              * (records.h), so a reader's own mallocs never push out the
              * records it reads. */
             sampler.records.reading += e->during_read;
-            malloc_apply_sample(e->ptr, &e->sample, e->frames, e->capture, e->labels, gc_count);
+            malloc_apply_sample(e->ptr, e->size, &e->sample, e->frames, e->capture, e->labels, gc_count);
             sampler.records.reading -= e->during_read;
             free(e->frames);
+        }
+        else if (e->op == MALLOC_EVENT_RESIZE) {
+            malloc_apply_resize(e->ptr, e->size);
         }
         else {
             sampling_records_end(&sampler.records, e->record, e->seq, sampler_now(rb_gc_get_objspace(), gc_count));
@@ -394,28 +349,32 @@ malloc_queue(const struct malloc_event *e)
     return true;
 }
 
-/* Ends the sample of a block being freed or reallocated, if it was
- * sampled (the filter said maybe).  Under malloc_lock. */
+/* Ends a record whose block is gone: now (the records' owner) or queued.
+ * Under malloc_lock. */
+static void
+malloc_end_locked(rb_objspace_t *objspace, uint32_t record, uint64_t seq, bool now)
+{
+    if (record == SAMPLING_NONE) return;
+    if (now) {
+        sampling_records_end(&sampler.records, record, seq, sampler_now(objspace, objspace->profile.count));
+        return;
+    }
+    struct malloc_event e = { MALLOC_EVENT_END };
+    e.record = record;
+    e.seq = seq;
+    if (!malloc_queue(&e)) __atomic_fetch_add(&malloc_state.lost_frees, 1, __ATOMIC_RELAXED);
+}
+
+/* Ends the sample of a block being freed, if it was sampled (the filter
+ * said maybe).  Under malloc_lock. */
 static void
 malloc_forget_locked(rb_objspace_t *objspace, void *ptr, bool now)
 {
-    struct malloc_block *b = malloc_block_find(ptr);
+    struct sampling_block *b = malloc_block_find(ptr);
     if (!b) return;     /* the filter's false positive */
-    if (b->event) {
-        malloc_events[b->event - 1].ptr = NULL;     /* still queued: recorded dead */
-    }
-    else if (b->record != SAMPLING_NONE) {
-        if (now) {
-            sampling_records_end(&sampler.records, b->record, b->seq, sampler_now(objspace, objspace->profile.count));
-        }
-        else {
-            struct malloc_event e = { MALLOC_EVENT_END };
-            e.record = b->record;
-            e.seq = b->seq;
-            if (!malloc_queue(&e)) __atomic_fetch_add(&malloc_state.lost_frees, 1, __ATOMIC_RELAXED);
-        }
-    }
-    malloc_block_remove(b);
+    if (b->pending) malloc_events_retarget(ptr, NULL);     /* still queued: recorded dead */
+    malloc_end_locked(objspace, b->record, b->seq, now);
+    sampling_blocks_remove(&malloc_blocks, b);
 }
 
 static NOINLINE(void malloc_forget(rb_objspace_t *objspace, void *ptr));
@@ -428,18 +387,96 @@ malloc_forget(rb_objspace_t *objspace, void *ptr)
     pthread_mutex_unlock(&malloc_lock);
 }
 
-/* Step 3: the block ptr was sampled for `size` bytes holding `points`. */
-static NOINLINE(void malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t size, uint64_t points));
+/* ---- realloc of a sampled block: the block keeps its sample ----
+ *
+ * The block's entry is found before the realloc (its serial) and again
+ * after it, under its new address: the record, its stack, weight and
+ * birth stay the block's.  While glibc's realloc runs, a block that
+ * moves is free at its old address, and another thread may get that
+ * address and free it or have it sampled, which ends the entry there
+ * (as it would end an entry a plain free() left): the serial then no
+ * longer matches, and the block goes on unsampled (its record counted a
+ * death, as every realloc did before). */
+
+/* The serial of ptr's entry, 0 if it has none. */
+static NOINLINE(uint64_t malloc_serial(const void *ptr));
+static uint64_t
+malloc_serial(const void *ptr)
+{
+    pthread_mutex_lock(&malloc_lock);
+    struct sampling_block *b = malloc_block_find(ptr);
+    uint64_t serial = b ? b->serial : 0;
+    pthread_mutex_unlock(&malloc_lock);
+    return serial;
+}
+
+/* The entry numbered serial, moved from `from` to `to`; NULL if it is gone
+ * (or no memory to move it: its record ends).  Under malloc_lock. */
+static struct sampling_block *
+malloc_block_move(rb_objspace_t *objspace, const void *from, void *to, uint64_t serial, bool now)
+{
+    struct sampling_block *b = malloc_block_find(from);
+    if (!b || b->serial != serial) return NULL;
+    if (from == to) return b;
+    /* an entry left at `to` by a block released with plain free() */
+    if (malloc_block_find(to)) malloc_forget_locked(objspace, to, now);
+    struct sampling_block *moved = sampling_blocks_move(&malloc_blocks, from, to);
+    if (!moved) {
+        b = malloc_block_find(from);
+        if (b->pending) malloc_events_retarget(from, NULL);
+        malloc_end_locked(objspace, b->record, b->seq, now);
+        sampling_blocks_remove(&malloc_blocks, b);
+        return NULL;
+    }
+    if (moved->pending) malloc_events_retarget(from, to);
+    return moved;
+}
+
+/* A sampled block (serial, at `from`) is now `to`, of size bytes, and its
+ * growth held no point: its record follows it and takes the new size. */
+static NOINLINE(void malloc_resized(rb_objspace_t *objspace, const void *from, void *to, uint64_t serial, uint64_t size));
 static void
-malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t size, uint64_t points)
+malloc_resized(rb_objspace_t *objspace, const void *from, void *to, uint64_t serial, uint64_t size)
+{
+    bool now = !malloc_tls.busy && ruby_thread_has_gvl_p() && malloc_inline_ok();
+    pthread_mutex_lock(&malloc_lock);
+    struct sampling_block *b = malloc_block_move(objspace, from, to, serial, now);
+    if (b) {
+        /* at once, as a free's end is, unless an event of the block's
+         * own waits (its sample, a resize): then after it, in order.
+         * (No drain here: this may run inside a GC, whose own reallocs
+         * may apply no queued sample.) */
+        if (now && !b->pending) {
+            malloc_apply_resize(to, size);
+        }
+        else {
+            struct malloc_event e = { MALLOC_EVENT_RESIZE };
+            e.ptr = to;
+            e.size = size;
+            if (malloc_queue(&e)) b->pending++;
+            else __atomic_fetch_add(&malloc_state.lost_frees, 1, __ATOMIC_RELAXED);
+        }
+    }
+    pthread_mutex_unlock(&malloc_lock);
+}
+
+/* Step 3: `bytes` of the block ptr (block_size bytes now) held `points`.
+ * serial: the block was sampled, at `from`, before a realloc made it ptr
+ * (0: it was not). */
+static NOINLINE(void malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block_size,
+                                   uint64_t points, const void *from, uint64_t serial));
+static void
+malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block_size, uint64_t points,
+              const void *from, uint64_t serial)
 {
     struct malloc_thread *t = &malloc_tls;
     struct malloc_event e = { MALLOC_EVENT_SAMPLE };
     e.ptr = ptr;
-    e.sample.weight = sampling_weight(malloc_state.mode, malloc_state.interval, (size_t)size, points);
+    e.size = block_size;
+    e.sample.weight = sampling_weight(malloc_state.mode, malloc_state.interval, (size_t)bytes, points);
     e.sample.allocated_gc = objspace->profile.count;
     e.sample.allocated_bytes = clock_now(objspace, NULL);
-    e.sample.size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+    e.sample.size = bytes;
     e.sample.heap = SAMPLING_HEAP_MALLOC;
     e.capture = (struct sampling_capture){ sampling_hash_end(SAMPLING_HASH_START, 0, false), 0, false,
                                            SAMPLING_ORIGIN_NO_GVL, 0, NULL };
@@ -452,37 +489,48 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t size, uint64_t points
     if (in_gc) e.capture.origin = SAMPLING_ORIGIN_GC;
     bool gvl = !in_gc && !t->busy && ruby_thread_has_gvl_p();
     bool now = gvl && malloc_inline_ok();
+    if (gvl && sampler_reading_here()) {
+        /* a reader's own block: counted, not recorded (sampling.c) */
+        pthread_mutex_lock(&malloc_lock);
+        if (malloc_block_find(ptr)) malloc_forget_locked(objspace, ptr, now);
+        pthread_mutex_unlock(&malloc_lock);
+        __atomic_fetch_add(&sampler_reader_samples, 1, __ATOMIC_RELAXED);
+        return;
+    }
     /* (a racy read from another Ractor: at worst one sample is applied
      * with the wrong rule) */
     e.during_read = __atomic_load_n(&sampler.records.reading, __ATOMIC_RELAXED) > 0;
     t->busy = true;
     const void *ec = NULL;
     if (now) {
-        e.capture = sampling_frames_capture(sampler.scratch, sampler.params.depth, malloc_no_recent, &ec);
+        e.capture = sampling_frames_capture(sampler.scratch, sampler.params.depth, malloc_no_recent, &ec, T_NONE);
         e.frames = sampler.scratch;
     }
     else if (gvl) {
         /* its own stack, walked into a buffer of its own: the scratch
          * buffer belongs to the records' owner */
         e.frames = malloc((sampler.params.depth + 1) * sizeof(*e.frames));
-        if (e.frames) e.capture = sampling_frames_capture(e.frames, sampler.params.depth, malloc_no_recent, &ec);
+        if (e.frames) e.capture = sampling_frames_capture(e.frames, sampler.params.depth, malloc_no_recent, &ec, T_NONE);
     }
     /* its thread's labels, read by that thread (none without the GVL) */
     e.labels = sampling_labels_current(ec);
     pthread_mutex_lock(&malloc_lock);
-    /* an entry left by a block released with plain free() (README, Limits) */
-    if (malloc_block_find(ptr)) malloc_forget_locked(objspace, ptr, now);
-    struct malloc_block *b = malloc_block_add(ptr);
+    struct sampling_block *b = serial ? malloc_block_move(objspace, from, ptr, serial, now) : NULL;
+    if (!b) {
+        /* an entry left by a block released with plain free() (README, Limits) */
+        if (malloc_block_find(ptr)) malloc_forget_locked(objspace, ptr, now);
+        b = malloc_block_add(ptr);
+    }
     if (!b) {
         if (!now) free(e.frames);
         __atomic_fetch_add(&malloc_state.dropped, 1, __ATOMIC_RELAXED);
     }
     else if (now) {
         malloc_drain_locked(objspace->profile.count);
-        malloc_apply_sample(ptr, &e.sample, e.frames, e.capture, e.labels, objspace->profile.count);
+        malloc_apply_sample(ptr, block_size, &e.sample, e.frames, e.capture, e.labels, objspace->profile.count);
     }
     else if (malloc_queue(&e)) {
-        b->event = (uint32_t)malloc_nevents;
+        b->pending++;
     }
     else {
         free(e.frames);
@@ -492,22 +540,66 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t size, uint64_t points
     t->busy = false;
 }
 
+/* With --enable-checks: the table agrees with the filter, the queue and
+ * the records (records_verify calls it; the VM lock, then malloc_lock).
+ * Returns NULL or a message. */
+#ifdef SAMPLING_CHECKS
+static const char *
+malloc_verify(void)
+{
+    pthread_mutex_lock(&malloc_lock);
+    const struct sampling_records *r = &sampler.records;
+    const char *err = sampling_blocks_verify(&malloc_blocks);
+    for (size_t i = 0; i < malloc_blocks.capacity && !err; i++) {
+        const struct sampling_block *b = &malloc_blocks.slots[i];
+        if (!b->ptr) continue;
+        size_t pending = 0;
+        for (size_t j = 0; j < malloc_nevents; j++) {
+            pending += malloc_events[j].op != MALLOC_EVENT_END && malloc_events[j].ptr == (void *)b->ptr;
+        }
+        if (pending != b->pending) err = "an entry's pending count != the queued events naming it";
+        /* (a moved block's record takes its new address when its queued
+         * events are applied: a read on, a realloc's move waits there) */
+        if (!err && !b->pending && b->record != SAMPLING_NONE && b->record < r->used) {
+            const struct sampling_record *rec = &r->items[b->record];
+            if (rec->seq == b->seq && !rec->dead && r->live[rec->live_pos].obj != (b->ptr | 1)) {
+                err = "a sampled block's live record names another address";
+            }
+        }
+    }
+    /* every live malloc record has its block's entry (unless a free was lost) */
+    if (!err && !malloc_state.lost_frees && !malloc_nevents) {
+        for (size_t i = 0; i < r->nlive && !err; i++) {
+            const struct sampling_record *rec = &r->items[r->live[i].record];
+            if (rec->heap != SAMPLING_HEAP_MALLOC) continue;
+            const struct sampling_block *b = malloc_block_find((void *)(r->live[i].obj & ~(uintptr_t)1));
+            if (!b || b->record != r->live[i].record || b->seq != rec->seq) err = "a live malloc record has no entry";
+        }
+    }
+    pthread_mutex_unlock(&malloc_lock);
+    return err;
+}
+#endif
+
 /* ---- the wrapped entry points ---- */
 
 /* Each fast path is the countdown (or the filter) and a tail jump to
- * default.c's function: 5 to 7 instructions (benchmark/results/malloc.md).
+ * default.c's function (their code: benchmark/results/malloc.md).
  * default.c's functions are hidden (sampling.c), so the jump is direct. */
 
 enum malloc_op { MALLOC_OP_MALLOC, MALLOC_OP_CALLOC };
 
+/* The allocation first, then the count: a failed one (NULL, or
+ * NoMemoryError, which leaves by longjmp) is not counted. */
 static NOINLINE(void *malloc_slow(void *objspace, size_t size, enum malloc_op op SAMPLING_GC_ALLOWED_PARAM));
 static void *
 malloc_slow(void *objspace, size_t size, enum malloc_op op SAMPLING_GC_ALLOWED_PARAM)
 {
-    uint64_t points = malloc_count(&malloc_tls, size);
     void *mem = op == MALLOC_OP_CALLOC ? rb_gc_impl_calloc_default(objspace, size SAMPLING_GC_ALLOWED_ARG)
                                        : rb_gc_impl_malloc_default(objspace, size SAMPLING_GC_ALLOWED_ARG);
-    if (points && mem) malloc_record(objspace, mem, size, points);
+    if (!mem) return mem;
+    uint64_t points = malloc_count(&malloc_tls, size);
+    if (points) malloc_record(objspace, mem, size, size, points, NULL, 0);
     return mem;
 }
 
@@ -554,8 +646,10 @@ rb_gc_impl_free(void *objspace_ptr, void *ptr, size_t old_size)
     malloc_free_slow(objspace_ptr, ptr, old_size);
 }
 
-/* A realloc ends the old block's sample (if any); its growth goes through
- * the countdown like any allocation. */
+/* A realloc's growth goes through the countdown like any allocation,
+ * once the realloc succeeded; a sampled block keeps its sample wherever
+ * it goes (above), its growth's points joining it.  A shrink keeps it
+ * too, its weight scaled to the bytes left (records.h). */
 static NOINLINE(void *malloc_realloc_slow(void *objspace, void *ptr, size_t new_size, size_t old_size SAMPLING_GC_ALLOWED_PARAM));
 static void *
 malloc_realloc_slow(void *objspace, void *ptr, size_t new_size, size_t old_size SAMPLING_GC_ALLOWED_PARAM)
@@ -564,11 +658,15 @@ malloc_realloc_slow(void *objspace, void *ptr, size_t new_size, size_t old_size 
 #ifdef HAVE_MALLOC_USABLE_SIZE
     if (!old_size) old_size = malloc_usable_size(ptr);
 #endif
-    uint64_t growth = new_size > old_size ? new_size - old_size : 0;
-    uint64_t points = malloc_take(growth);
-    if (malloc_maybe_sampled(ptr)) malloc_forget(objspace, ptr);
+    uint64_t serial = malloc_maybe_sampled(ptr) ? malloc_serial(ptr) : 0;
     void *mem = rb_gc_impl_realloc_default(objspace, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
-    if (points && mem) malloc_record(objspace, mem, growth, points);
+    if (!mem) return mem;
+    uint64_t growth = new_size > old_size ? new_size - old_size : 0;
+    uint64_t points = growth ? malloc_count(&malloc_tls, growth) : 0;
+    /* (realloc to 0 bytes gives a block of at least 1: default.c) */
+    uint64_t size = new_size ? new_size : 1;
+    if (points) malloc_record(objspace, mem, growth, size, points, ptr, serial);
+    else if (serial) malloc_resized(objspace, ptr, mem, serial, size);
     return mem;
 }
 
@@ -657,6 +755,25 @@ malloc_get_stats(struct sampler_stats *stats)
     stats->samples += malloc_state.samples;     /* so samples == records + dropped + evicted */
     stats->malloc_points = malloc_state.points;
     stats->dropped += malloc_state.dropped + malloc_state.lost_frees;
+}
+
+/* Bytes the malloc side holds: the table of sampled blocks (by
+ * capacity), the filter and the queue (static arrays, resident once
+ * touched), and the frames of queued samples.  The table holds the
+ * sampled blocks not freed yet (the program's own live malloc'd memory
+ * over interval, a block an entry), 4 slots a block at a rebuild
+ * (blocks.h), never sized by the blocks freed before. */
+static size_t
+malloc_memsize(void)
+{
+    pthread_mutex_lock(&malloc_lock);
+    size_t bytes = sampling_blocks_memsize(&malloc_blocks) + sizeof(malloc_events);
+    for (size_t i = 0; i < malloc_nevents; i++) {
+        const struct malloc_event *e = &malloc_events[i];
+        if (e->op == MALLOC_EVENT_SAMPLE && e->frames) bytes += (sampler.params.depth + 1) * sizeof(*e->frames);
+    }
+    pthread_mutex_unlock(&malloc_lock);
+    return bytes;
 }
 
 /* The lock is held across fork, so a child never inherits it taken. */

@@ -12,11 +12,13 @@
  *
  * The phases (TAKE holds WALK, CAPTURE and RECORD; the others stand
  * alone):
- *   TAKE     a sample, from the cache miss to the slot handed back
- *   WALK     the walk down the free list to the next point, in TAKE
+ *   TAKE     a sample, from the cache miss (4.0: the count's limit) to the
+ *            slot handed back
+ *   WALK     the walk down the free list to the next point, in TAKE (3.4;
+ *            4.0 has none)
  *   CAPTURE  the stack: compare with a recent site, or capture
  *   RECORD   the site and the record
- *   PAGE     a point placed on a new page's list (a walk of its own)
+ *   PAGE     a point placed on a new page's list (a walk of its own; 3.4)
  *   MARKS    the end of marking: sampled objects found dead, the timeline
  *   CLOCK    nothing: a start and an end right after each TAKE, what one
  *            phase's two counter reads cost (TAKE holds three such pairs)

@@ -1,7 +1,8 @@
-/* pprof.c: see pprof.h.  (Over 400 lines: the whole encoder, buffers,
- * varints, interning and gzip, which nothing else uses.) */
+/* pprof.c: see pprof.h.  (The whole encoder: varints, messages and gzip;
+ * buffers and interning are intern.h's.) */
 #include "pprof.h"
-#include "probe.h"
+#include "addresses.h"
+#include "intern.h"
 
 /* In the library build mkmf's checks (HAVE_ZLIB_H) land in extconf.h. */
 #ifdef RUBY_EXTCONF_H
@@ -15,38 +16,6 @@
 # include <zlib.h>
 # define PPROF_GZIP 1
 #endif
-
-/* ---- a growable byte buffer ---- */
-
-struct buf {
-    uint8_t *data;
-    size_t len, capa;
-    bool failed;
-};
-
-static void
-buf_reserve(struct buf *b, size_t n)
-{
-    if (b->failed || b->len + n <= b->capa) return;
-    size_t capa = b->capa ? b->capa : 4096;
-    while (capa < b->len + n) capa *= 2;
-    uint8_t *data = realloc(b->data, capa);
-    if (!data) {
-        b->failed = true;
-        return;
-    }
-    b->data = data;
-    b->capa = capa;
-}
-
-static void
-buf_put(struct buf *b, const void *bytes, size_t n)
-{
-    buf_reserve(b, n);
-    if (b->failed) return;
-    memcpy(b->data + b->len, bytes, n);
-    b->len += n;
-}
 
 static size_t
 pprof_varint_encode(uint64_t v, uint8_t out[10])
@@ -103,87 +72,35 @@ put_packed(struct buf *b, uint32_t field, const uint64_t *v, size_t n)
     for (size_t i = 0; i < n; i++) put_varint(b, v[i]);
 }
 
-/* ---- interning: 64-bit keys to ids, open addressing (probe.h) ---- */
-
-struct map {
-    uint64_t *keys;     /* key + 1; 0: empty */
-    uint64_t *values;
-    size_t capa, size;
-};
-
-static inline size_t
-map_slot(uint64_t key, size_t capa)
-{
-    return (size_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 17) & (capa - 1);
-}
-
-static bool
-map_grow(struct map *m)
-{
-    size_t capa = m->capa ? m->capa * 2 : 1024;
-    uint64_t *keys = calloc(capa, sizeof(*keys)), *values = calloc(capa, sizeof(*values));
-    if (!keys || !values) {
-        free(keys);
-        free(values);
-        return false;
-    }
-    for (size_t i = 0; i < m->capa; i++) {
-        if (!m->keys[i]) continue;
-        size_t j = map_slot(m->keys[i] - 1, capa);
-        while (keys[j]) j = probe_next(j, capa - 1);
-        keys[j] = m->keys[i];
-        values[j] = m->values[i];
-    }
-    free(m->keys);
-    free(m->values);
-    m->keys = keys;
-    m->values = values;
-    m->capa = capa;
-    return true;
-}
-
-/* The slot of key; *found tells whether it holds key (else it is free). */
-static size_t
-map_find(const struct map *m, uint64_t key, bool (*same)(uint64_t value, void *ctx), void *ctx, bool *found)
-{
-    size_t i = map_slot(key, m->capa);
-    for (;; i = probe_next(i, m->capa - 1)) {
-        if (!m->keys[i]) {
-            *found = false;
-            return i;
-        }
-        if (m->keys[i] == key + 1 && (!same || same(m->values[i], ctx))) {
-            *found = true;
-            return i;
-        }
-    }
-}
-
 /* ---- the builder ---- */
-
-struct pprof_string {
-    size_t offset, len;     /* in strings.data */
-};
 
 struct pprof {
     struct buf samples;     /* encoded Sample messages (field 2) */
     struct buf header;      /* sample types, period, comments */
     struct buf functions;   /* encoded Function messages (field 5) */
     struct buf locations;   /* encoded Location messages (field 4) */
-    struct buf strings;     /* string bytes */
-    struct buf string_index;/* struct pprof_string[] */
-    size_t nstrings;
-    struct map string_map, function_map, location_map;
+    struct strtab strings;
+    struct buf function_names; /* struct pprof_function_name[], by id - 1 */
+    struct map function_map, location_map;
+    struct map hashed_addresses;    /* the hashed addresses used (addresses.h) */
+    struct sampling_addresses *addresses;
     uint64_t nfunctions, nlocations;
     int64_t time_nanos, duration_nanos;
     bool failed;
 };
 
+#define PPROF_MAPPING_ID 1
+
+struct pprof_function_name {
+    uint64_t name, file;    /* string indices */
+};
+
 struct pprof *
-pprof_new(void)
+pprof_new(struct sampling_addresses *addresses)
 {
     struct pprof *p = calloc(1, sizeof(*p));
     if (!p) return NULL;
+    p->addresses = addresses;
     pprof_string(p, "", 0);
     return p;
 }
@@ -192,63 +109,19 @@ void
 pprof_free(struct pprof *p)
 {
     if (!p) return;
-    struct buf *bufs[] = { &p->samples, &p->header, &p->functions, &p->locations, &p->strings, &p->string_index };
+    struct buf *bufs[] = { &p->samples, &p->header, &p->functions, &p->locations, &p->function_names };
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) free(bufs[i]->data);
-    struct map *maps[] = { &p->string_map, &p->function_map, &p->location_map };
-    for (size_t i = 0; i < 3; i++) {
-        free(maps[i]->keys);
-        free(maps[i]->values);
-    }
+    strtab_free(&p->strings);
+    map_free(&p->function_map);
+    map_free(&p->location_map);
+    map_free(&p->hashed_addresses);
     free(p);
-}
-
-static uint64_t
-hash_bytes(const char *s, size_t len)
-{
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
-    for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)s[i]) * UINT64_C(0x100000001b3);
-    return h;
-}
-
-struct string_probe {
-    struct pprof *p;
-    const char *s;
-    size_t len;
-};
-
-static bool
-same_string(uint64_t index, void *ctx)
-{
-    struct string_probe *probe = ctx;
-    const struct pprof_string *entry = (const struct pprof_string *)probe->p->string_index.data + index;
-    return entry->len == probe->len && memcmp(probe->p->strings.data + entry->offset, probe->s, probe->len) == 0;
 }
 
 uint64_t
 pprof_string(struct pprof *p, const char *s, size_t len)
 {
-    if (probe_full(p->string_map.size, p->string_map.capa) && !map_grow(&p->string_map)) {
-        p->failed = true;
-        return 0;
-    }
-    uint64_t h = hash_bytes(s, len);
-    struct string_probe probe = { p, s, len };
-    bool found;
-    size_t slot = map_find(&p->string_map, h, same_string, &probe, &found);
-    if (found) return p->string_map.values[slot];
-
-    struct pprof_string entry = { p->strings.len, len };
-    buf_put(&p->strings, s, len);
-    buf_put(&p->string_index, &entry, sizeof(entry));
-    if (p->strings.failed || p->string_index.failed) {
-        p->failed = true;
-        return 0;
-    }
-    uint64_t index = p->nstrings++;
-    p->string_map.keys[slot] = h + 1;
-    p->string_map.values[slot] = index;
-    p->string_map.size++;
-    return index;
+    return strtab_intern(&p->strings, s, len, &p->failed);
 }
 
 uint64_t
@@ -262,18 +135,16 @@ static uint64_t
 intern(struct pprof *p, struct map *m, uint64_t key, uint64_t *counter, bool *fresh)
 {
     *fresh = false;
-    if (probe_full(m->size, m->capa) && !map_grow(m)) {
+    if (!map_room(m)) {
         p->failed = true;
         return 0;
     }
     bool found;
     size_t slot = map_find(m, key, NULL, NULL, &found);
     if (found) return m->values[slot];
-    m->keys[slot] = key + 1;
-    m->values[slot] = ++*counter;
-    m->size++;
+    map_set(m, slot, key, ++*counter);
     *fresh = true;
-    return m->values[slot];
+    return *counter;
 }
 
 uint64_t
@@ -294,8 +165,32 @@ pprof_function(struct pprof *p, uint64_t name, uint64_t file)
         if (m.failed) p->failed = true;
         put_bytes_field(&p->functions, 5, m.data, m.len);
         free(m.data);
+        struct pprof_function_name names = { name, file };
+        buf_put(&p->function_names, &names, sizeof(names));
+        if (p->function_names.failed) p->failed = true;
     }
     return id;
+}
+
+/* The address of a new location: the process's number for its frame
+ * (addresses.h).  A hashed one may collide with another frame's: the
+ * second gets the next free one in this profile, so the addresses of a
+ * profile stay distinct. */
+static uint64_t
+location_address(struct pprof *p, uint64_t function, int64_t line)
+{
+    if (p->failed || !p->addresses) return 0;
+    const struct pprof_function_name *f = (const struct pprof_function_name *)p->function_names.data + (function - 1);
+    size_t namelen, filelen;
+    const char *name = strtab_get(&p->strings, f->name, &namelen), *file = strtab_get(&p->strings, f->file, &filelen);
+    uint64_t address = sampling_address(p->addresses, name, namelen, file, filelen, line);
+    if (!(address & SAMPLING_ADDRESS_HASHED)) return address;
+    for (;; address = SAMPLING_ADDRESS_HASHED | ((address + 1) & (SAMPLING_ADDRESS_HASHED - 1))) {
+        uint64_t unused = 0;
+        bool fresh;
+        intern(p, &p->hashed_addresses, address, &unused, &fresh);
+        if (fresh || p->failed) return address;
+    }
 }
 
 uint64_t
@@ -304,11 +199,14 @@ pprof_location(struct pprof *p, uint64_t function, int64_t line)
     bool fresh;
     uint64_t id = intern(p, &p->location_map, function << 32 ^ (uint64_t)(uint32_t)line, &p->nlocations, &fresh);
     if (fresh) {
-        /* Location: 1 id, 4 line { 1 function_id, 2 line } */
+        /* Location: 1 id, 2 mapping_id, 3 address, 4 line { 1
+         * function_id, 2 line } */
         struct buf l = { 0 }, m = { 0 };
         put_uint_field(&l, 1, function);
         put_uint_field(&l, 2, (uint64_t)line);
         put_uint_field(&m, 1, id);
+        put_uint_field(&m, 2, p->addresses ? PPROF_MAPPING_ID : 0);
+        put_uint_field(&m, 3, location_address(p, function, line));
         put_bytes_field(&m, 4, l.data ? l.data : (uint8_t *)"", l.len);
         if (l.failed || m.failed) p->failed = true;
         put_bytes_field(&p->locations, 4, m.data, m.len);
@@ -423,17 +321,39 @@ gzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen)
 }
 #endif
 
+/* The one Mapping (PPROF_MAPPING_ID) the locations with addresses point
+ * to: every address, already symbolised.  Without it go tool pprof makes
+ * one up for them and, finding no binary to symbolise, warns "Main binary
+ * filename not available."  No file, no build id: nothing to load. */
+static void
+put_mapping(struct buf *all)
+{
+    /* Mapping: 1 id, 2 memory_start, 3 memory_limit, 7 has_functions,
+     * 8 has_filenames, 9 has_line_numbers */
+    struct buf m = { 0 };
+    put_uint_field(&m, 1, PPROF_MAPPING_ID);
+    put_uint_field(&m, 3, SAMPLING_ADDRESS_HASHED << 1);
+    put_uint_field(&m, 7, 1);
+    put_uint_field(&m, 8, 1);
+    put_uint_field(&m, 9, 1);
+    if (m.failed) all->failed = true;
+    put_bytes_field(all, 3, m.data, m.len);
+    free(m.data);
+}
+
 bool
 pprof_finish(struct pprof *p, bool compress, uint8_t **out, size_t *outlen)
 {
     struct buf all = { 0 };
     buf_put(&all, p->header.data, p->header.len);
+    if (p->addresses) put_mapping(&all);
     buf_put(&all, p->samples.data, p->samples.len);
     buf_put(&all, p->locations.data, p->locations.len);
     buf_put(&all, p->functions.data, p->functions.len);
-    const struct pprof_string *strings = (const struct pprof_string *)p->string_index.data;
-    for (size_t i = 0; i < p->nstrings; i++) {
-        put_bytes_field(&all, 6, p->strings.data ? p->strings.data + strings[i].offset : (uint8_t *)"", strings[i].len);
+    for (size_t i = 0; i < p->strings.n; i++) {
+        size_t len;
+        const char *s = strtab_get(&p->strings, i, &len);
+        put_bytes_field(&all, 6, s, len);
     }
     put_uint_field(&all, 9, (uint64_t)p->time_nanos);
     put_uint_field(&all, 10, (uint64_t)p->duration_nanos);

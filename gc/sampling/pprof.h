@@ -10,6 +10,12 @@
  * protobuf bytes, gzip-compressed when zlib is available (pprof readers
  * accept both).
  *
+ * What fleet readers check (Parca's validation, Alloy's delta code), and
+ * every profile keeps: string_table[0] is ""; Function and Location ids
+ * are 1, 2, 3, ... in the order they are written; every Location has a
+ * non-zero address, the same for the same frame in every profile of the
+ * process and distinct within a profile (addresses.h).
+ *
  * Protobuf wire format, the little of it needed: a field is a varint key
  * (field_number << 3 | wire_type); wire type 0 is a varint, 2 a
  * length-delimited run (strings, nested messages, packed repeated ints).
@@ -24,14 +30,16 @@
 #include <stdint.h>
 
 struct pprof;
+struct sampling_addresses;
 
 struct pprof_label {
     uint64_t key;   /* string index */
     uint64_t str;   /* string index */
 };
 
-/* NULL without memory. */
-struct pprof *pprof_new(void);
+/* NULL without memory.  Locations take their addresses from the table
+ * (the library passes the process's); NULL: all 0 (unit tests only). */
+struct pprof *pprof_new(struct sampling_addresses *addresses);
 void pprof_free(struct pprof *p);
 
 /* String table index of s (len bytes; "" is index 0). */

@@ -1,16 +1,18 @@
 /*
  * profile.c: the pprof profile (pprof.h encodes it): built from the
  * sites a read sees, one pprof sample per site; written by `write_pprof`
- * and, with RUBY_GC_SAMPLING's out=, at exit.
+ * (and, with RUBY_GC_SAMPLING's out=, at exit: out.c).
  */
 #include "ruby/ruby.h"
 
 #include "api.h"
 #include "config.h"
 #include "delta.h"
-#include "labels.h"
+#include "labels_fiber.h"
+#include "addresses.h"
 #include "pprof.h"
 #include "read.h"
+#include "retention.h"
 #include "sampler.h"
 
 #include <math.h>
@@ -18,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 static uint64_t
 name_index(struct pprof *p, const char *s, uint32_t len)
@@ -90,8 +91,8 @@ sampling_pprof_set_labels(struct pprof *p, uint32_t id, struct pprof_label *out)
 /* The views of one profile (write_pprof's view:).  Each is a function
  * of its own that names its sample types and writes its samples, inside
  * the read pprof_build_body opened. */
-enum pprof_view { VIEW_ALLOCATIONS, VIEW_PEAK, VIEW_RETENTION, VIEWS };
-static const char *const view_names[VIEWS] = { "allocations", "peak", "retention" };
+enum pprof_view { VIEW_ALLOCATIONS, VIEW_PEAK, VIEW_RETENTION, VIEW_HEAP, VIEWS };
+static const char *const view_names[VIEWS] = { "allocations", "peak", "retention", "heap" };
 
 /* The sample types of the allocations view, in value order: the four
  * of every heap profile, then what the samples' lives were (sites.h,
@@ -104,6 +105,10 @@ static const char *const allocation_types[][2] = {
     { "heaptime", "byte_MiB" }, { "inuse_heaptime", "byte_MiB" },
 };
 #define ALLOCATION_TYPES (sizeof(allocation_types) / sizeof(allocation_types[0]))
+/* view: :heap is Go's heap profile: the first four types only.  Fleet
+ * readers need it so: Grafana Alloy's delta code (fastdelta) takes at
+ * most four values a sample and fails the whole profile otherwise. */
+#define HEAP_TYPES 4
 _Static_assert(ALLOCATION_TYPES <= PPROF_MAX_VALUES, "every sample type is written");
 
 static void
@@ -135,7 +140,7 @@ pprof_site_sample(struct pprof_build *b, const uint64_t *ids, uint32_t n, struct
     double values[ALLOCATION_TYPES] = { sv.alloc_objects, sv.alloc_space, sv.inuse_objects, sv.inuse_space,
                                         sv.life.promoted_space, sv.life.promoted_dead_space, sv.life.died_space[0],
                                         died_later, sv.life.heaptime / 1048576.0, sv.inuse_heaptime / 1048576.0 };
-    pprof_rounded_sample(b, ids, n, values, ALLOCATION_TYPES, labels, nlabels);
+    pprof_rounded_sample(b, ids, n, values, b->view == VIEW_HEAP ? HEAP_TYPES : ALLOCATION_TYPES, labels, nlabels);
 }
 
 /* A site's string labels: type, memory, class, and its label set. */
@@ -153,12 +158,13 @@ pprof_site_labels(struct pprof_build *b, const struct sampling_stack *site, cons
     return nlabels + sampling_pprof_set_labels(p, site->labels, labels + nlabels);
 }
 
-/* view: :allocations (the default): every site, allocated and in use. */
+/* view: :allocations (the default): every site, allocated and in use;
+ * view: :heap, the same with Go's four sample types. */
 static void
 pprof_view_allocations(struct pprof_build *b)
 {
     struct pprof *p = b->p;
-    pprof_sample_types(p, allocation_types, ALLOCATION_TYPES);
+    pprof_sample_types(p, allocation_types, b->view == VIEW_HEAP ? HEAP_TYPES : ALLOCATION_TYPES);
     pprof_default_sample_type(p, b->default_type);
     read_inuse(&b->read, b->inuse);
     if (b->delta) sampling_delta_begin(b->delta);
@@ -232,7 +238,7 @@ sampling_pprof_header_comments(struct pprof *p, const char *view)
     const struct sampling_records *r = sampler_records();
     char comment[256];
     snprintf(comment, sizeof(comment), "sampling GC: mode=%s interval=%llu depth=%u view=%s",
-             params->mode == SAMPLING_MODE_FIXED ? "fixed" : "poisson",
+             sampling_mode_name(params->mode),
              (unsigned long long)params->interval, params->depth, view);
     pprof_comment(p, comment);
     if (r->evicted || r->dropped || r->sites.folded) {
@@ -242,6 +248,15 @@ sampling_pprof_header_comments(struct pprof *p, const char *view)
                  (unsigned long long)r->evicted, (unsigned long long)r->dropped, (unsigned long long)r->sites.folded);
         pprof_comment(p, comment);
     }
+    /* what the profiler itself holds, as stats[:profiler_memory] says */
+    size_t parts[SAMPLER_MEMORY_PARTS];
+    size_t total = sampler_memory(parts);
+    int at = snprintf(comment, sizeof(comment), "profiler memory: %zu bytes (", total);
+    for (int i = 0; i < SAMPLER_MEMORY_PARTS && at > 0 && (size_t)at < sizeof(comment); i++) {
+        at += snprintf(comment + at, sizeof(comment) - (size_t)at, "%s%s %zu", i ? ", " : "", sampler_memory_names[i], parts[i]);
+    }
+    if (at > 0 && (size_t)at < sizeof(comment)) snprintf(comment + at, sizeof(comment) - (size_t)at, ")");
+    pprof_comment(p, comment);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     pprof_time(p, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, 0);
@@ -283,15 +298,25 @@ pprof_build_ensure(VALUE arg)
 /* The profile as a binary String (gzip-compressed pprof); with a delta,
  * alloc_* count what was allocated since its last read (which this read
  * becomes), inuse_* and the lifetimes stay a snapshot. */
-static VALUE
-pprof_bytes(struct sampling_delta *delta, const char *default_type, enum pprof_view view)
+static void
+pprof_build(struct sampling_delta *delta, const char *default_type, enum pprof_view view, uint8_t **bytes, size_t *len)
 {
-    struct pprof *p = pprof_new();
+    struct pprof *p = pprof_new(sampling_addresses_process());
     if (!p) rb_memerror();
     struct pprof_build b = { READ_INIT, st_init_numtable(), p, 0, 0, 0, delta, default_type, view, NULL, 0 };
     rb_ensure(pprof_build_body, (VALUE)&b, pprof_build_ensure, (VALUE)&b);
-    VALUE str = rb_str_new((const char *)b.bytes, (long)b.len);
-    free(b.bytes);
+    *bytes = b.bytes;
+    *len = b.len;
+}
+
+static VALUE
+pprof_bytes(struct sampling_delta *delta, const char *default_type, enum pprof_view view)
+{
+    uint8_t *bytes;
+    size_t len;
+    pprof_build(delta, default_type, view, &bytes, &len);
+    VALUE str = rb_str_new((const char *)bytes, (long)len);
+    free(bytes);
     return str;
 }
 
@@ -301,9 +326,15 @@ sampling_pprof_bytes(struct sampling_delta *delta)
     return pprof_bytes(delta, "alloc_space", VIEW_ALLOCATIONS);
 }
 
-/* view: :allocations (the default), :peak or :retention (retention_api.c
- * builds that one: a walk of the heap); ArgumentError naming view
- * otherwise. */
+void
+sampling_pprof_malloced(struct sampling_delta *delta, uint8_t **bytes, size_t *len)
+{
+    pprof_build(delta, "alloc_space", VIEW_ALLOCATIONS, bytes, len);
+}
+
+/* view: :allocations (the default), :peak, :retention (retention_view.c
+ * builds that one: a walk of the heap) or :heap; ArgumentError naming
+ * view otherwise. */
 static enum pprof_view
 view_arg(VALUE view)
 {
@@ -311,59 +342,61 @@ view_arg(VALUE view)
     for (int i = 0; i < VIEWS; i++) {
         if (view == ID2SYM(rb_intern(view_names[i]))) return (enum pprof_view)i;
     }
-    rb_raise(rb_eArgError, "view must be :allocations, :peak or :retention (got %"PRIsVALUE")", rb_inspect(view));
+    rb_raise(rb_eArgError, "view must be :allocations, :peak or :retention, or :heap (got %"PRIsVALUE")", rb_inspect(view));
 }
 
-/* Writes bytes to path_or_io: an IO (anything with #write, even one that
- * also has #to_path, as every File does) is written through at its
- * position; a String or Pathname names a file, written with File.binwrite
- * (which opens and writes without the GVL and can be interrupted: a FIFO
- * with no reader blocks only this thread). */
+/* A Delta's profile (delta.c): view: :allocations (the default) or :heap. */
 VALUE
-sampling_write_out(VALUE dest, VALUE bytes, const char *argname)
+sampling_pprof_delta_bytes(struct sampling_delta *delta, VALUE view)
 {
-    if (!RB_TYPE_P(dest, T_STRING) && rb_respond_to(dest, rb_intern("write"))) {
-        rb_funcall(dest, rb_intern("write"), 1, bytes);
-    }
-    else if (RB_TYPE_P(dest, T_STRING) || rb_respond_to(dest, rb_intern("to_path"))) {
-        rb_funcall(rb_cFile, rb_intern("binwrite"), 2, rb_get_path(dest), bytes);
-    }
-    else {
-        rb_raise(rb_eArgError, "%s must be a path (String, Pathname) or an IO (got %"PRIsVALUE")", argname, rb_inspect(dest));
-    }
-    return LONG2NUM(RSTRING_LEN(bytes));
+    enum pprof_view v = view_arg(view);
+    if (v != VIEW_ALLOCATIONS && v != VIEW_HEAP)
+        rb_raise(rb_eArgError, "view must be :allocations or :heap for a Delta (got %"PRIsVALUE")", rb_inspect(view));
+    return pprof_bytes(delta, "alloc_space", v);
 }
 
-void
-sampling_check_destination(VALUE dest, const char *argname)
+/* max_objects: for view: :retention, the walk's cap (as retention's):
+ * nil or absent, no cap but the heap; bounds the pause (the Rack
+ * middleware's retention route passes one). */
+static size_t
+view_max_objects_arg(VALUE v, enum pprof_view view)
 {
-    if (!RB_TYPE_P(dest, T_STRING) && !rb_respond_to(dest, rb_intern("to_path")) && !rb_respond_to(dest, rb_intern("write")))
-        rb_raise(rb_eArgError, "%s must be a path (String, Pathname) or an IO (got %"PRIsVALUE")", argname, rb_inspect(dest));
+    if (v == Qundef) return SIZE_MAX;
+    if (view != VIEW_RETENTION) rb_raise(rb_eArgError, "max_objects is for view: :retention (got %"PRIsVALUE")", rb_inspect(v));
+    if (NIL_P(v)) return SIZE_MAX;
+    if (!FIXNUM_P(v) || FIX2LONG(v) < 1 || (unsigned long)FIX2LONG(v) > RETENTION_MAX_NODES) {
+        rb_raise(rb_eArgError, "max_objects must be nil or an Integer from 1 to %zu (got %"PRIsVALUE")",
+                 (size_t)RETENTION_MAX_NODES, rb_inspect(v));
+    }
+    return (size_t)FIX2LONG(v);
 }
 
-/* pprof(default_sample_type: "alloc_space", view: :allocations) => the
- * profile as a String (what write_pprof writes); the Rack middleware's
- * heap route makes readers show inuse_space first, as Go's heap profiles
- * do.  Every argument is checked before anything is read. */
+/* pprof(default_sample_type: "alloc_space", view: :allocations,
+ * max_objects: nil) => the profile as a String (what write_pprof
+ * writes); the Rack middleware's heap route makes readers show
+ * inuse_space first, as Go's heap profiles do.  Every argument is
+ * checked before anything is read. */
 static VALUE
 sampler_pprof_m(int argc, VALUE *argv, VALUE self)
 {
     static const char *const types[] = { "alloc_objects", "alloc_space", "inuse_objects", "inuse_space" };
-    VALUE opts = Qnil, values[2] = { Qundef, Qundef };
+    VALUE opts = Qnil, values[3] = { Qundef, Qundef, Qundef };
     rb_scan_args(argc, argv, "0:", &opts);
     if (!NIL_P(opts)) {
-        ID keys[2] = { rb_intern("default_sample_type"), rb_intern("view") };
-        rb_get_kwargs(opts, keys, 0, 2, values);
+        ID keys[3] = { rb_intern("default_sample_type"), rb_intern("view"), rb_intern("max_objects") };
+        rb_get_kwargs(opts, keys, 0, 3, values);
     }
     VALUE type = values[0];
     enum pprof_view view = view_arg(values[1]);
+    size_t max_objects = view_max_objects_arg(values[2], view);
     if (view == VIEW_RETENTION) {
         if (type != Qundef) rb_raise(rb_eArgError, "default_sample_type is for view: :allocations or :peak (got %"PRIsVALUE")", rb_inspect(type));
-        return sampling_retention_pprof_bytes(SIZE_MAX);
+        return sampling_retention_pprof_bytes(max_objects);
     }
     if (type == Qundef) return pprof_bytes(NULL, view == VIEW_PEAK ? "inuse_space" : "alloc_space", view);
     VALUE name = RB_SYMBOL_P(type) ? rb_sym2str(type) : type;
-    for (size_t i = 0; view == VIEW_ALLOCATIONS && RB_TYPE_P(name, T_STRING) && i < sizeof(types) / sizeof(types[0]); i++) {
+    bool any_type = view == VIEW_ALLOCATIONS || view == VIEW_HEAP;
+    for (size_t i = 0; any_type && RB_TYPE_P(name, T_STRING) && i < sizeof(types) / sizeof(types[0]); i++) {
         if (strcmp(StringValueCStr(name), types[i]) == 0) return pprof_bytes(NULL, types[i], view);
     }
     if (view == VIEW_PEAK && RB_TYPE_P(name, T_STRING) && strcmp(StringValueCStr(name), "inuse_space") == 0)
@@ -372,78 +405,30 @@ sampler_pprof_m(int argc, VALUE *argv, VALUE self)
              "(inuse_space with view: :peak) (got %"PRIsVALUE")", rb_inspect(type));
 }
 
-/* write_pprof(path_or_io, view: :allocations) */
+/* write_pprof(path_or_io, view: :allocations, max_objects: nil) */
 static VALUE
 sampler_write_pprof_m(int argc, VALUE *argv, VALUE self)
 {
-    VALUE dest, opts = Qnil, view = Qundef;
+    VALUE dest, opts = Qnil, values[2] = { Qundef, Qundef };
     rb_scan_args(argc, argv, "1:", &dest, &opts);
     if (!NIL_P(opts)) {
-        ID key = rb_intern("view");
-        rb_get_kwargs(opts, &key, 0, 1, &view);
+        ID keys[2] = { rb_intern("view"), rb_intern("max_objects") };
+        rb_get_kwargs(opts, keys, 0, 2, values);
     }
-    enum pprof_view v = view_arg(view);
+    enum pprof_view v = view_arg(values[0]);
+    size_t max_objects = view_max_objects_arg(values[1], v);
     sampling_check_destination(dest, "path_or_io");
-    VALUE bytes = v == VIEW_RETENTION ? sampling_retention_pprof_bytes(SIZE_MAX)
+    VALUE bytes = v == VIEW_RETENTION ? sampling_retention_pprof_bytes(max_objects)
                                       : pprof_bytes(NULL, v == VIEW_PEAK ? "inuse_space" : "alloc_space", v);
     return sampling_write_out(dest, bytes, "path_or_io");
 }
 
-/* RUBY_GC_SAMPLING's out=: the profile at exit, %p the pid (resolved
- * against the directory the program started in).  Never raises for a
- * failed write: one warning, and the exit status stays the program's.  A
- * signal that arrives meanwhile waits until the profile is written (unless
- * the write blocks), then ends the program as it would have. */
-static VALUE
-write_at_exit_write(RB_BLOCK_CALL_FUNC_ARGLIST(unused, path))
-{
-    VALUE written = sampling_write_out(path, sampling_pprof_bytes(NULL), "out");
-    /* the timeline beside it (timeline_api.c) */
-    char csv[SAMPLING_OUT_MAX + 64];
-    if (sampling_timeline_path(StringValueCStr(path), csv, sizeof(csv))) {
-        sampling_write_out(rb_str_new_cstr(csv), sampling_timeline_csv(), "out");
-    }
-    return written;
-}
-
-static VALUE
-write_at_exit_body(VALUE path)
-{
-    VALUE mask = rb_hash_new();
-    rb_hash_aset(mask, rb_cObject, ID2SYM(rb_intern("on_blocking")));
-    return rb_block_call(rb_cThread, rb_intern("handle_interrupt"), 1, &mask, write_at_exit_write, path);
-}
-
-static void
-write_at_exit(VALUE unused)
-{
-    const struct sampling_params *params = sampler_params();
-    if (!params->out[0]) return;
-    char path[SAMPLING_OUT_MAX + 32];
-    if (!sampling_expand_path(params->out, (long)getpid(), 1, path, sizeof(path))) {
-        fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: out=%s is too long; no profile written\n", params->out);
-        return;
-    }
-    int state = 0;
-    rb_protect(write_at_exit_body, rb_str_new_cstr(path), &state);
-    if (!state) return;
-    VALUE err = rb_errinfo();
-    if (rb_obj_is_kind_of(err, rb_eSignal)) rb_jump_tag(state);   /* the program ends by its signal */
-    rb_set_errinfo(Qnil);
-    VALUE msg = rb_check_funcall(err, rb_intern("message"), 0, 0);
-    fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: could not write the profile to %s: %s\n", path,
-            RB_TYPE_P(msg, T_STRING) ? StringValueCStr(msg) : "error");
-}
-
-void
-sampling_write_at_exit(void)
-{
-    rb_set_end_proc(write_at_exit, Qnil);
-}
+READER_METHODV(sampler_write_pprof_m)
+READER_METHODV(sampler_pprof_m)
 
 void
 sampling_define_profile(VALUE mSampler)
 {
-    rb_define_singleton_method(mSampler, "write_pprof", sampler_write_pprof_m, -1);
-    rb_define_singleton_method(mSampler, "pprof", sampler_pprof_m, -1);
+    rb_define_singleton_method(mSampler, "write_pprof", sampler_write_pprof_m_reader, -1);
+    rb_define_singleton_method(mSampler, "pprof", sampler_pprof_m_reader, -1);
 }

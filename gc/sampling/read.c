@@ -10,9 +10,75 @@ const char *rb_imemo_name(int type);
 void
 read_begin(struct read *rd)
 {
+    sampler_reader_enter();
     rd->limit = sampler_read_begin(&rd->lev);
     rd->newest = sampler_records()->sites.newest;
     rd->reading = true;
+    rd->sites = st_init_numtable();
+}
+
+static VALUE
+scope_end(VALUE unused)
+{
+    sampler_reader_leave();
+    return Qnil;
+}
+
+VALUE
+read_scope(VALUE (*fn)(VALUE), VALUE arg)
+{
+    sampler_reader_enter();
+    return rb_ensure(fn, arg, scope_end, Qnil);
+}
+
+static VALUE
+program_end(VALUE depth)
+{
+    sampler_reader_resume((unsigned int)NUM2UINT(depth));
+    return Qnil;
+}
+
+VALUE
+read_program_call(VALUE (*fn)(VALUE), VALUE arg)
+{
+    unsigned int depth = sampler_reader_pause();
+    return rb_ensure(fn, arg, program_end, UINT2NUM(depth));
+}
+
+static VALUE
+program_send(VALUE args)
+{
+    return rb_method_call((int)RARRAY_LEN(args) - 1, RARRAY_CONST_PTR(args) + 1, RARRAY_AREF(args, 0));
+}
+
+VALUE
+read_program_send(VALUE recv, ID mid, int argc, const VALUE *argv)
+{
+    VALUE args = rb_ary_new_capa(argc + 1);
+    rb_ary_push(args, rb_obj_method(recv, ID2SYM(mid)));
+    for (int i = 0; i < argc; i++) rb_ary_push(args, argv[i]);
+    return read_program_call(program_send, args);
+}
+
+struct method_call {
+    VALUE (*fn)(int, VALUE *, VALUE);
+    int argc;
+    VALUE *argv;
+    VALUE self;
+};
+
+static VALUE
+method_call(VALUE arg)
+{
+    struct method_call *c = (struct method_call *)arg;
+    return c->fn(c->argc, c->argv, c->self);
+}
+
+VALUE
+read_method(VALUE (*fn)(int, VALUE *, VALUE), int argc, VALUE *argv, VALUE self)
+{
+    struct method_call c = { fn, argc, argv, self };
+    return read_scope(method_call, (VALUE)&c);
 }
 
 static int
@@ -25,9 +91,16 @@ read_free_i(st_data_t key, st_data_t value, st_data_t free_converted)
 void
 read_end(struct read *rd, void (*free_converted)(st_data_t))
 {
-    if (free_converted) st_foreach(rd->sites, read_free_i, (st_data_t)free_converted);
-    st_free_table(rd->sites);
-    if (rd->reading) sampler_read_end(rd->lev);
+    if (rd->sites) {
+        if (free_converted) st_foreach(rd->sites, read_free_i, (st_data_t)free_converted);
+        st_free_table(rd->sites);
+        rd->sites = NULL;
+    }
+    if (rd->reading) {
+        rd->reading = false;
+        sampler_read_end(rd->lev);
+        sampler_reader_leave();
+    }
 }
 
 const struct sampling_record *
@@ -141,8 +214,11 @@ read_inuse(struct read *rd, st_table *inuse)
         if (!rec) continue;
         struct site_values *sv = values_at(inuse, (st_data_t)rec->stack);
         sv->inuse_space += rec->weight;
-        sv->inuse_objects += rec->weight / rec->size;
-        sv->inuse_heaptime += rec->weight * (double)sampling_record_age_bytes(rec, clock);
+        double objects = rec->weight / (double)sampling_record_size(rec);
+        sv->inuse_objects += objects;
+        double lived = (double)sampling_record_age_bytes(rec, clock);
+        sv->inuse_heaptime += rec->weight * lived;
+        sv->inuse_objtime += objects * lived;
     }
 }
 
@@ -156,7 +232,7 @@ read_peak(struct read *rd, st_table *by_site, struct site_values *other)
         if (!rec || !sampling_record_in_peak(r, rec)) continue;
         struct site_values *sv = values_at(by_site, (st_data_t)rec->stack);
         sv->inuse_space += rec->weight;
-        sv->inuse_objects += rec->weight / rec->size;
+        sv->inuse_objects += rec->weight / (double)sampling_record_size(rec);
     }
     /* the others by their site ids; those of sites gone since, to other */
     const struct sampling_peak_set *peak = &r->peak;
@@ -165,7 +241,7 @@ read_peak(struct read *rd, st_table *by_site, struct site_values *other)
         const struct sampling_peak_entry *e = &peak->spill[i];
         struct site_values *sv = values_at(by_id, (st_data_t)e->site);
         sv->inuse_space += e->weight;
-        sv->inuse_objects += e->weight / e->size;
+        sv->inuse_objects += e->weight / (double)e->size;
     }
     if (by_id->num_entries) {
         READ_SITES_FOREACH(rd, site) {
@@ -195,6 +271,7 @@ read_site_values(const struct sampling_stack *site, st_table *inuse)
         sv.inuse_space = ((struct site_values *)v)->inuse_space;
         sv.inuse_objects = ((struct site_values *)v)->inuse_objects;
         sv.inuse_heaptime = ((struct site_values *)v)->inuse_heaptime;
+        sv.inuse_objtime = ((struct site_values *)v)->inuse_objtime;
     }
     return sv;
 }

@@ -12,6 +12,11 @@
  * converted once per read (read_site) into what the reader needs (frozen
  * frames, pprof location ids, ...).
  *
+ * What a reader allocates, from its first allocation to the last of what
+ * it returns, is not recorded (sampler.h, sampler_reader_enter): a read
+ * is such a scope, and read_scope (or a READER_METHOD wrapper around a
+ * reader's method) makes one around what a reader does outside its read.
+ *
  * Readers run with the GVL; nothing here runs during GC.
  */
 #ifndef SAMPLING_READ_H
@@ -22,16 +27,37 @@
 #include "records.h"
 
 struct read {
-    st_table *sites;        /* site -> its conversion */
+    st_table *sites;        /* site -> its conversion (made by read_begin) */
     uint64_t limit;
     const struct sampling_stack *newest;
     unsigned int lev;
     bool reading;
 };
 
-#define READ_INIT { st_init_numtable(), 0, NULL, 0, false }
+#define READ_INIT { NULL, 0, NULL, 0, false }
 
 void read_begin(struct read *rd);
+
+/* fn(arg) in a reader scope (sampler_reader_enter): its allocations are
+ * counted, not recorded.  read_method: the same for a method's body
+ * fn(argc, argv, self); READER_METHOD0/1/V(name) define name_reader,
+ * the method name (of arity 0, 1, -1) in a scope, to register instead. */
+VALUE read_scope(VALUE (*fn)(VALUE), VALUE arg);
+/* fn(arg) out of the reader scope: the program's code a reader calls (the
+ * write of an IO it was given), whose allocations are the program's. */
+VALUE read_program_call(VALUE (*fn)(VALUE), VALUE arg);
+/* recv.mid(*argv) so: the method found inside the scope (the lookup's
+ * call cache is the reader's), called out of it. */
+VALUE read_program_send(VALUE recv, ID mid, int argc, const VALUE *argv);
+VALUE read_method(VALUE (*fn)(int, VALUE *, VALUE), int argc, VALUE *argv, VALUE self);
+#define READER_METHOD0(name) \
+    static VALUE name##_scoped(int argc, VALUE *argv, VALUE self) { return name(self); } \
+    static VALUE name##_reader(VALUE self) { return read_method(name##_scoped, 0, NULL, self); }
+#define READER_METHOD1(name) \
+    static VALUE name##_scoped(int argc, VALUE *argv, VALUE self) { return name(self, argv[0]); } \
+    static VALUE name##_reader(VALUE self, VALUE a) { return read_method(name##_scoped, 1, &a, self); }
+#define READER_METHODV(name) \
+    static VALUE name##_reader(int argc, VALUE *argv, VALUE self) { return read_method(name, argc, argv, self); }
 
 /* Ends a read (from an ensure function): frees the conversions with
  * free_converted (NULL: nothing to free), and lets GC and the other
@@ -65,6 +91,7 @@ struct site_values {
     double alloc_space, alloc_objects, inuse_space, inuse_objects;
     double inuse_heaptime;              /* the live records' weight x bytes lived so far (censored) */
     struct sampling_lifetimes life;     /* what its recorded samples did (sites.h) */
+    double inuse_objtime;               /* the same in objects x bytes lived so far (sites.h: objtime) */
 };
 
 /* In-use totals per site (site -> malloc'd struct site_values), from the

@@ -1,4 +1,9 @@
-/* records.c: see records.h for the model and invariants. */
+/* records.c: see records.h for the model and invariants.  (Over 450 lines:
+ * the record table, the live list, the dead queue, the lifetimes
+ * and the peak's spill are one structure: every path that ends a record
+ * goes through release_slot and live_forget, and sampling_records_verify
+ * checks their sums together; split, each part would need the others'
+ * internals.) */
 #include "records.h"
 #include "invariant.h"
 
@@ -16,6 +21,7 @@ sampling_records_init(struct sampling_records *r, size_t max)
     r->max = max;
     r->sites.max = max;
     r->next_seq = 1;
+    r->window_seq = UINT64_MAX;
 }
 
 /* Growth, to `capacity` entries.  On failure the arrays keep their old
@@ -113,7 +119,7 @@ peak_spill(struct sampling_records *r, const struct sampling_record *rec)
         p->spill = spill;
         p->spill_capacity = capacity;
     }
-    p->spill[p->nspill++] = (struct sampling_peak_entry){ rec->stack->id, rec->weight, rec->size };
+    p->spill[p->nspill++] = (struct sampling_peak_entry){ rec->stack->id, rec->weight, sampling_record_size(rec) };
 }
 
 static void
@@ -153,12 +159,13 @@ take_slot(struct sampling_records *r)
 /* A new record's gc_word: live, not promoted.  (Built in a temporary,
  * so no bit layout is assumed; the compiler folds it to shifts.) */
 static inline uint64_t
-gc_word(size_t allocated_gc, uint8_t heap)
+gc_word(size_t allocated_gc, uint8_t heap, uint64_t size)
 {
     struct sampling_record t;
     t.gc_word = 0;
     t.allocated_gc = allocated_gc;
     t.heap = heap;
+    t.size_hi = size >> 32;
     return t.gc_word;
 }
 
@@ -191,8 +198,9 @@ sampling_records_add(struct sampling_records *r, const struct sampling_sample_in
     rec->allocated_bytes = in->sample.allocated_bytes;
     rec->freed_bytes = 0;
     rec->death = 0;
-    rec->gc_word = gc_word(in->sample.allocated_gc, in->sample.heap);
-    rec->size = in->sample.size;
+    uint64_t size = in->sample.size < SAMPLING_SIZE_MAX ? in->sample.size : SAMPLING_SIZE_MAX;
+    rec->gc_word = gc_word(in->sample.allocated_gc, in->sample.heap, size);
+    rec->size = (uint32_t)size;
     if (!live_push(r, in->obj, index)) {    /* (sets live_pos) */
         release_slot(r, index);
         goto dropped;
@@ -200,6 +208,10 @@ sampling_records_add(struct sampling_records *r, const struct sampling_sample_in
     int kind = sampling_record_kind(rec);
     r->live_space[kind] += rec->weight;
     r->live_count[kind]++;
+    if (r->window_seq != UINT64_MAX) {     /* (its seq is past the window's start) */
+        r->young_space[kind] += rec->weight;
+        r->young_count++;
+    }
     return index;
 
   give_back:
@@ -219,6 +231,10 @@ live_forget(struct sampling_records *r, const struct sampling_record *rec)
     int kind = sampling_record_kind(rec);
     r->live_space[kind] -= rec->weight;
     if (--r->live_count[kind] == 0) r->live_space[kind] = 0;
+    if (__builtin_expect(rec->seq >= r->window_seq, 0)) {
+        r->young_space[kind] -= rec->weight;
+        if (--r->young_count == 0) r->young_space[SAMPLING_LIVE_SLOT] = r->young_space[SAMPLING_LIVE_MALLOC] = 0;
+    }
 }
 
 /* A record's object died now (it has left live[]): its clocks, and its
@@ -234,7 +250,9 @@ record_end_life(struct sampling_records *r, struct sampling_record *rec, struct 
     /* its age (sampling_record_age): the collections before this one */
     life->died_space[sampling_age_bucket(gcs ? gcs - 1 : 0)] += w;
     if (rec->old) life->promoted_dead_space += w;
-    life->heaptime += w * (double)sampling_record_age_bytes(rec, now.bytes);
+    double lived = (double)sampling_record_age_bytes(rec, now.bytes);
+    life->heaptime += w * lived;
+    life->objtime += w / (double)sampling_record_size(rec) * lived;
 }
 
 /* Moves live[from] to live[to], keeping its record's live_pos true. */
@@ -255,10 +273,10 @@ dead_push_grow(struct sampling_records *r, uint32_t index)
 
 /* The walk's dead branch, live[i] found dead: out of line, so that the
  * walk stays small enough for the compiler to inline it with its
- * liveness function (sampling.c), the survivors' path a few
- * instructions a record.  Its own common path calls nothing (the queue
- * was sized for max records at start: sampling_records_reserve), so it
- * saves 3 registers, not 6. */
+ * liveness function (sampling.c) and the survivors' path stays short.
+ * Its own common path calls nothing (the queue was sized for max records
+ * at start: sampling_records_reserve), so it saves fewer registers
+ * (benchmark/results/versions.md has the counts). */
 static __attribute__((noinline)) void
 walk_dead(struct sampling_records *r, size_t i, const struct sampling_now *now)
 {
@@ -354,11 +372,16 @@ live_unlink(struct sampling_records *r, size_t pos)
     return index;
 }
 
-/* Drops live[pos]'s record (its object is not followed any more). */
+/* Drops live[pos]'s record (its object is not followed any more).  Not
+ * a death: it was live until now, so it is in the peak's set iff it was
+ * taken before the peak, and release_slot spills it then (its death
+ * number, unset, would say it died before any peak). */
 static void
 live_drop(struct sampling_records *r, size_t pos)
 {
-    release_slot(r, live_unlink(r, pos));
+    uint32_t index = live_unlink(r, pos);
+    r->items[index].death = r->deaths;
+    release_slot(r, index);
 }
 
 /* A record whose object the owner knows to be gone (a freed malloc'd
@@ -375,11 +398,55 @@ sampling_records_end(struct sampling_records *r, uint32_t index, uint64_t seq, s
     return true;
 }
 
+bool
+sampling_records_resize(struct sampling_records *r, uint32_t index, uint64_t seq, uint64_t size, double add_weight,
+                        uintptr_t obj)
+{
+    if (index >= r->used) return false;
+    struct sampling_record *rec = &r->items[index];
+    if (rec->seq != seq || rec->dead) return false;
+    uint64_t old = sampling_record_size(rec);
+    double weight = rec->weight;
+    if (size < old) weight *= (double)size / (double)old;
+    weight += add_weight;
+    double delta = weight - rec->weight;
+    int kind = sampling_record_kind(rec);
+    r->live_space[kind] += delta;
+    if (rec->seq >= r->window_seq) r->young_space[kind] += delta;
+    rec->weight = weight;
+    sampling_record_set_size(rec, size);
+    r->live[rec->live_pos].obj = obj;
+    return true;
+}
+
+void
+sampling_records_tally(struct sampling_records *r, const struct sampling_sample_in *in)
+{
+    struct sampling_stack *stack = sampling_sites_find(&r->sites, &in->site, !r->reading);
+    sampling_sites_count(&r->sites, stack, in->sample.weight, in->sample.weight / (double)in->sample.size);
+}
+
+void
+sampling_records_open_window(struct sampling_records *r)
+{
+    r->window_seq = r->next_seq;
+    r->young_space[SAMPLING_LIVE_SLOT] = r->young_space[SAMPLING_LIVE_MALLOC] = 0;
+    r->young_count = 0;
+}
+
+void
+sampling_records_close_window(struct sampling_records *r)
+{
+    r->window_seq = UINT64_MAX;
+    r->young_space[SAMPLING_LIVE_SLOT] = r->young_space[SAMPLING_LIVE_MALLOC] = 0;
+    r->young_count = 0;
+}
+
 void
 sampling_records_mark_peak(struct sampling_records *r)
 {
     r->peak.taken = true;
-    r->peak.seq = r->next_seq;
+    r->peak.seq = r->window_seq < r->next_seq ? r->window_seq : r->next_seq;
     r->peak.deaths = r->deaths;
     r->peak.nspill = 0;
 }
@@ -453,6 +520,13 @@ sampling_records_clear(struct sampling_records *r)
     if (next_seq > r->next_seq) r->next_seq = next_seq;
 }
 
+size_t
+sampling_records_memsize(const struct sampling_records *r)
+{
+    return r->capacity * (sizeof(*r->items) + sizeof(*r->free_slots)) + r->dead_capacity * sizeof(*r->dead) +
+        r->live_capacity * sizeof(*r->live) + r->peak.spill_capacity * sizeof(*r->peak.spill);
+}
+
 void
 sampling_records_free(struct sampling_records *r)
 {
@@ -483,17 +557,24 @@ sampling_records_verify(const struct sampling_records *r)
         if ((i < r->nold) != (r->items[r->live[i].record].old != 0)) return "live[] is not old-first";
     }
     if (dead != r->ndead) return "dead records != dead queue";
-    double space[SAMPLING_LIVE_KINDS] = { 0 };
-    size_t count[SAMPLING_LIVE_KINDS] = { 0 };
+    double space[SAMPLING_LIVE_KINDS] = { 0 }, young[SAMPLING_LIVE_KINDS] = { 0 };
+    size_t count[SAMPLING_LIVE_KINDS] = { 0 }, nyoung = 0;
     for (size_t i = 0; i < r->nlive; i++) {
         const struct sampling_record *rec = &r->items[r->live[i].record];
         space[sampling_record_kind(rec)] += rec->weight;
         count[sampling_record_kind(rec)]++;
+        if (rec->seq >= r->window_seq) {
+            young[sampling_record_kind(rec)] += rec->weight;
+            nyoung++;
+        }
     }
+    if (nyoung != r->young_count) return "young_count != live records taken in the window";
     for (int k = 0; k < SAMPLING_LIVE_KINDS; k++) {
         if (count[k] != r->live_count[k]) return "live_count != live records of the kind";
         double d = space[k] - r->live_space[k];
         if (d > 1e-6 * space[k] + 1 || d < -(1e-6 * space[k] + 1)) return "live_space != weights of live records";
+        d = young[k] - r->young_space[k];
+        if (d > 1e-6 * young[k] + 1 || d < -(1e-6 * young[k] + 1)) return "young_space != weights of young records";
     }
     for (size_t i = 0; i < r->ndead; i++) {
         uint32_t index = r->dead[dead_at(r, i)];

@@ -43,6 +43,8 @@
  *   used slots == nlive + dead records;  nlive + ndead + nfree == used high water
  *   the sites' refcounts add up to the records in use;  and sites.h's own
  *   live_space[k] == the weights of the live records of kind k (to rounding)
+ *   young_space[k], young_count: the same of the live records with
+ *   seq >= window_seq
  *
  * Memory comes from malloc only: nothing here allocates a Ruby object or
  * can start a GC.  No locking: CRuby calls in with the VM lock held.
@@ -67,7 +69,7 @@ struct sampling_sample {
     double weight;          /* estimated bytes this sample stands for */
     size_t allocated_gc;    /* GC count when allocated */
     uint64_t allocated_bytes;   /* the allocation clock when allocated */
-    uint32_t size;          /* slot bytes */
+    uint64_t size;          /* slot bytes; a malloc'd block's bytes (at most SAMPLING_SIZE_MAX) */
     uint8_t heap;           /* heap index; SAMPLING_HEAP_MALLOC: a malloc'd block */
 };
 
@@ -85,19 +87,38 @@ struct sampling_record {
     uint64_t death;         /* dead: the records' deaths count then: the order of deaths */
     union {
         struct {
-            uint64_t allocated_gc : 48;     /* (2^48 collections: more than any process runs) */
+            uint64_t allocated_gc : 42;     /* (4.4e12 collections: more than any process runs) */
             uint64_t heap : 8;
             uint64_t old : 1;               /* promoted to the old generation */
             uint64_t dead : 1;
+            uint64_t size_hi : 12;          /* size's bits 32-43 (malloc'd blocks over 4 GiB) */
         };
-        uint64_t gc_word;   /* the four, written at once by a new record */
+        uint64_t gc_word;   /* the five, written at once by a new record */
     };
-    uint32_t size;
+    uint32_t size;          /* size's low 32 bits (sampling_record_size) */
     union {
         uint32_t live_pos;  /* live: index in live[] */
         uint32_t freed_gcs; /* dead: freed_gc - allocated_gc (UINT32_MAX at most) */
     };
 };
+
+/* The largest size a record holds exactly (16 TiB, more memory than any
+ * machine a Ruby runs on); larger ones read as this. */
+#define SAMPLING_SIZE_MAX ((UINT64_C(1) << 44) - 1)
+
+static inline uint64_t
+sampling_record_size(const struct sampling_record *rec)
+{
+    return (uint64_t)rec->size | ((uint64_t)rec->size_hi << 32);
+}
+
+static inline void
+sampling_record_set_size(struct sampling_record *rec, uint64_t size)
+{
+    if (size > SAMPLING_SIZE_MAX) size = SAMPLING_SIZE_MAX;
+    rec->size = (uint32_t)size;
+    rec->size_hi = size >> 32;
+}
 
 struct sampling_live {
     uintptr_t obj;
@@ -118,7 +139,7 @@ enum { SAMPLING_LIVE_SLOT, SAMPLING_LIVE_MALLOC, SAMPLING_LIVE_KINDS };
 struct sampling_peak_entry {
     uint64_t site;          /* its site's id (sites.h: never reused) */
     double weight;
-    uint32_t size;
+    uint64_t size;
 };
 
 /* The live set at a chosen moment (the peak, timeline.h), kept without a
@@ -149,6 +170,12 @@ struct sampling_records {
     size_t live_count[SAMPLING_LIVE_KINDS];     /* live records, by kind */
     uint64_t deaths;                            /* records found dead or ended so far */
     struct sampling_peak_set peak;              /* the live set at the peak */
+    /* The window from the end of a marking to the end of its sweep
+     * (timeline.h): records taken since (seq >= window_seq) are young,
+     * their weights kept apart; UINT64_MAX: no window open. */
+    uint64_t window_seq;
+    double young_space[SAMPLING_LIVE_KINDS];
+    size_t young_count;
     struct sampling_sites sites;        /* where they were taken (sites.h) */
     uint64_t next_seq;
     uint64_t dropped;                   /* samples not recorded (table full of live records, a read, no memory) */
@@ -223,7 +250,8 @@ sampling_record_age(const struct sampling_record *rec, size_t gc_count)
 static inline struct sampling_sample
 sampling_record_sample(const struct sampling_record *rec)
 {
-    return (struct sampling_sample){ rec->weight, rec->allocated_gc, rec->allocated_bytes, rec->size, (uint8_t)rec->heap };
+    return (struct sampling_sample){ rec->weight, rec->allocated_gc, rec->allocated_bytes, sampling_record_size(rec),
+                                     (uint8_t)rec->heap };
 }
 
 /* The end of a marking, after check_liveness: sampling_sites_check_refs
@@ -239,6 +267,25 @@ sampling_records_check_refs(struct sampling_records *r, sampling_ref_state_fn *s
  * dead from now on, as if a marking had found it so (malloc.c: a freed
  * block).  Returns whether it did. */
 bool sampling_records_end(struct sampling_records *r, uint32_t index, uint64_t seq, struct sampling_now now);
+
+/* A live record's block changed size (malloc.c: a realloc): a shrink
+ * scales its weight by size / its old size (each of the block's bytes
+ * stood for as much as before), then add_weight is added (the growth's
+ * own sample, if it held a point), and size becomes its size.  The live
+ * estimate follows; obj (the block's new address) replaces its object.
+ * Returns whether index still held seq. */
+bool sampling_records_resize(struct sampling_records *r, uint32_t index, uint64_t seq, uint64_t size,
+                             double add_weight, uintptr_t obj);
+
+/* A sample counted into its site's totals without a record of its own
+ * (malloc.c: a sampled block's growth, whose bytes in use its block's
+ * record carries). */
+void sampling_records_tally(struct sampling_records *r, const struct sampling_sample_in *in);
+
+/* The window of a marking (timeline.h): open_window at its end makes the
+ * records taken from then on young; close_window forgets them. */
+void sampling_records_open_window(struct sampling_records *r);
+void sampling_records_close_window(struct sampling_records *r);
 
 /* Compaction moved objects: every held reference k becomes location(k). */
 void sampling_records_update_references(struct sampling_records *r, sampling_location_fn *location, void *data);
@@ -271,7 +318,9 @@ sampling_record_age_bytes(const struct sampling_record *rec, uint64_t clock)
     return end > rec->allocated_bytes ? end - rec->allocated_bytes : 0;
 }
 
-/* The live set now becomes the peak's (O(1)); forget_peak forgets it. */
+/* The live set now becomes the peak's (O(1)); forget_peak forgets it.
+ * With a window open, the live set now less the young records: those
+ * live at the window's start that are still live. */
 void sampling_records_mark_peak(struct sampling_records *r);
 void sampling_records_forget_peak(struct sampling_records *r);
 
@@ -288,6 +337,14 @@ sampling_records_count(const struct sampling_records *r)
 {
     return r->used - r->nfree;
 }
+
+/* Bytes the record tables hold (items, free slots, the dead ring, live[],
+ * the peak's spill), by capacity: what was asked of malloc, sites apart
+ * (sampling_sites_memsize).  Bound: max x 88 bytes (reserved at start up
+ * to SAMPLING_RESERVE_MAX records), the dead ring rounded up to a power
+ * of two, and a spill of at most max entries (its capacity doubles from
+ * 1,024: at most the power of two >= max) of 24 bytes. */
+size_t sampling_records_memsize(const struct sampling_records *r);
 
 /* Drops every record and site; keeps max. */
 void sampling_records_clear(struct sampling_records *r);

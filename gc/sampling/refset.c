@@ -85,6 +85,45 @@ refset_count(const struct refset *set, uintptr_t key)
     return e ? e->count : 0;
 }
 
+/* Out of memory in refset_rekey: the keys rewritten in place, the table
+ * rebuilt within itself.  An entry is placed (PLACED in its count) at the
+ * first slot of its run from its home that holds no placed entry, taking
+ * the place of the unplaced entry there (swapped into the slot being
+ * processed, and processed next): placed entries never move again, so
+ * every slot between a placed entry's home and its slot stays full.
+ * Keys that map to one merge their counts. */
+#define PLACED ((size_t)1 << (sizeof(size_t) * 8 - 1))
+
+static void
+rekey_in_place(struct refset *set, uintptr_t (*map)(uintptr_t key, void *data), void *data)
+{
+    struct refset_entry *t = set->entries;
+    size_t mask = set->capacity - 1;
+    for (size_t i = 0; i <= mask; i++) if (t[i].key) t[i].key = map(t[i].key, data);
+    for (size_t i = 0; i <= mask; i++) {
+        while (t[i].key && !(t[i].count & PLACED)) {
+            size_t j = slot_of(t[i].key, set->capacity);
+            while (t[j].key && (t[j].count & PLACED) && t[j].key != t[i].key) j = probe_next(j, mask);
+            if (t[j].key == t[i].key && (t[j].count & PLACED)) {     /* the same key, placed: merge */
+                t[j].count += t[i].count;
+                t[i].key = 0;
+                t[i].count = 0;
+                set->size--;
+            }
+            else if (j == i) {
+                t[i].count |= PLACED;
+            }
+            else {      /* j is empty or holds an unplaced entry: swap */
+                struct refset_entry e = t[j];
+                t[j] = t[i];
+                t[j].count |= PLACED;
+                t[i] = e;
+            }
+        }
+    }
+    for (size_t i = 0; i <= mask; i++) t[i].count &= ~PLACED;
+}
+
 void
 refset_rekey(struct refset *set, uintptr_t (*map)(uintptr_t key, void *data), void *data)
 {
@@ -93,18 +132,7 @@ refset_rekey(struct refset *set, uintptr_t (*map)(uintptr_t key, void *data), vo
     size_t capacity = set->capacity;
     struct refset_entry *entries = calloc(capacity, sizeof(*entries));
     if (!entries) {
-        /* Out of memory: rewrite keys in place and rebuild by moving within
-         * the same table (no allocation). */
-        for (size_t i = 0; i < capacity; i++) if (old[i].key) old[i].key = map(old[i].key, data);
-        struct refset_entry tmp;
-        for (size_t i = 0; i < capacity; i++) {
-            if (!old[i].key) continue;
-            tmp = old[i];
-            old[i].key = 0;
-            struct refset_entry *e = find(set, tmp.key);
-            if (e) e->count += tmp.count, set->size--;
-            else insert_fresh(old, capacity, tmp.key, tmp.count);
-        }
+        rekey_in_place(set, map, data);
         return;
     }
     set->entries = entries;
@@ -128,4 +156,16 @@ refset_free(struct refset *set)
     free(set->entries);
     set->entries = NULL;
     set->capacity = set->size = 0;
+}
+
+const char *
+refset_verify(const struct refset *set)
+{
+    if (!set->capacity) return set->size || set->entries ? "an empty refset holds something" : NULL;
+    const char *err = probe_verify(set, set->capacity, set->size, &refset_probe_ops);
+    if (err) return err;
+    REFSET_FOREACH(set, e) {
+        if (e->count == 0) return "a refset key has no holder";
+    }
+    return NULL;
 }

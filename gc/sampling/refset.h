@@ -1,14 +1,20 @@
 /*
  * refset.h: a counted set of object references (VALUEs as uintptr_t).
  *
- * The sampler holds classes, iseqs and method entries strongly, and must
- * mark them on every GC.  Many records share a few of them, so marking goes
- * over this set of distinct references, not over the records: each is
- * added once per holder (refset_add) and leaves when its last holder goes
+ * The sites hold their classes, iseqs and method entries weakly (sites.h):
+ * nothing here is marked.  Many sites share a few of them, so the end of
+ * each marking asks which references died once per distinct reference,
+ * over this set, not over the sites (sampling_sites_check_refs), and
+ * compaction moves them here (refset_rekey).  Each is added once per
+ * holder (refset_add) and leaves when its last holder goes
  * (refset_remove).
  *
  * Open addressing (probe.h: linear probing, backward-shift deletion, at
  * most half full).  0 is not a valid key.
+ *
+ * Invariants (refset_verify): every key sits in the probe run from its
+ * home (probe.h); size is the number of keys; every key's count >= 1.
+ *
  * Memory comes from malloc only (never the Ruby heap, never a GC).  No
  * locking: the owner serialises access.
  */
@@ -45,6 +51,16 @@ size_t refset_count(const struct refset *set, uintptr_t key);
 void refset_rekey(struct refset *set, uintptr_t (*map)(uintptr_t key, void *data), void *data);
 
 void refset_free(struct refset *set);
+
+/* Checks the invariants above; NULL or a message. */
+const char *refset_verify(const struct refset *set);
+
+/* Bytes the set holds (its entries). */
+static inline size_t
+refset_memsize(const struct refset *set)
+{
+    return set->capacity * sizeof(*set->entries);
+}
 
 #define REFSET_FOREACH(set, e) \
     for (struct refset_entry *e = (set)->entries; e && e < (set)->entries + (set)->capacity; e++) \

@@ -171,6 +171,17 @@ struct report_args {
     int kw_splat;
 };
 
+/* The io a report writes to, wrapped: its write is the program's code,
+ * run out of the reader scope (read_program_call), so what it allocates
+ * is recorded. */
+static VALUE cProgramIO;
+
+static VALUE
+program_io_write(int argc, VALUE *argv, VALUE self)
+{
+    return read_program_send(rb_ivar_get(self, rb_intern("io")), rb_intern("write"), argc, argv);
+}
+
 static VALUE
 report_body(VALUE arg)
 {
@@ -181,13 +192,26 @@ report_body(VALUE arg)
         loaded = true;
     }
     struct report_args *a = (struct report_args *)arg;
-    return rb_funcallv_kw(a->self, a->name, a->argc, a->argv, a->kw_splat);
+    /* (an IO given, wrapped; a path or a bad argument as it is) */
+    VALUE args[8] = { Qnil };
+    VALUE *argv = a->argv;
+    if (a->argc - a->kw_splat >= 1 && a->argc <= 8 && !RB_TYPE_P(argv[0], T_STRING) &&
+        rb_respond_to(argv[0], rb_intern("write"))) {
+        MEMCPY(args, argv, VALUE, a->argc);
+        args[0] = rb_obj_alloc(cProgramIO);
+        rb_ivar_set(args[0], rb_intern("io"), argv[0]);
+        argv = args;
+    }
+    VALUE result = rb_funcallv_kw(a->self, a->name, a->argc, argv, a->kw_splat);
+    RB_GC_GUARD(args[0]);
+    return result;
 }
 
 static VALUE
 report_done(VALUE unused)
 {
     sampler_quiet(false);
+    sampler_reader_leave();
     return Qnil;
 }
 
@@ -198,6 +222,7 @@ report_done(VALUE unused)
 static VALUE
 report_call(int argc, VALUE *argv, VALUE self, const char *name)
 {
+    sampler_reader_enter();     /* (first: rb_intern makes the name's String once) */
     struct report_args a = { argc, argv, self, rb_intern(name), rb_keyword_given_p() };
     sampler_quiet(true);
     return rb_ensure(report_body, (VALUE)&a, report_done, Qnil);
@@ -225,6 +250,9 @@ sampler_retention_report_m(int argc, VALUE *argv, VALUE self)
 void
 sampling_define_report(VALUE mSampler)
 {
+    cProgramIO = rb_class_new(rb_cObject);
+    rb_gc_register_mark_object(cProgramIO);
+    rb_define_method(cProgramIO, "write", program_io_write, -1);
     rb_define_singleton_method(mSampler, "write_collapsed", sampler_write_collapsed_m, -1);
     rb_define_singleton_method(mSampler, "report", sampler_report_m, -1);
     rb_define_singleton_method(mSampler, "retention_report", sampler_retention_report_m, -1);

@@ -7,26 +7,66 @@
 #include "internal/imemo.h"
 #include "ruby_version.h"
 #include "retention_names.h"
+#include "frames.h"
 
 #include <string.h>
 
 int rb_objspace_internal_object_p(VALUE obj);
 VALUE rb_ident_hash_new(void);   /* internal/hash.h, exported */
 
+const struct retention_imemo_types retention_imemo = { imemo_constcache, imemo_callcache, imemo_iseq, imemo_ment };
+
+bool
+retention_names_jit_take(VALUE iseq, struct retention_jit *saved)
+{
+    struct rb_iseq_constant_body *body = ISEQ_BODY((rb_iseq_t *)iseq);
+    if (!body) return false;
+    *saved = (struct retention_jit){ NULL, NULL };
+#if USE_YJIT
+    saved->yjit = body->yjit_payload;
+    body->yjit_payload = NULL;
+#endif
+#if defined(USE_ZJIT) && USE_ZJIT
+    saved->zjit = body->zjit_payload;
+    body->zjit_payload = NULL;
+#endif
+    if (saved->yjit || saved->zjit) return true;
+    return false;
+}
+
+void
+retention_names_jit_put(VALUE iseq, const struct retention_jit *saved)
+{
+    struct rb_iseq_constant_body *body = ISEQ_BODY((rb_iseq_t *)iseq);
+#if USE_YJIT
+    body->yjit_payload = saved->yjit;
+#endif
+#if defined(USE_ZJIT) && USE_ZJIT
+    body->zjit_payload = saved->zjit;
+#endif
+    (void)body;
+    (void)saved;
+}
+
+/* Appends a piece of a class name; a class path as a String, so that
+ * the name takes its encoding as inspect's does. */
+static void
+str_put(void *str, const char *s, size_t len, VALUE from)
+{
+    if (from) rb_str_append(*(VALUE *)str, from);
+    else rb_str_cat(*(VALUE *)str, s, (long)len);
+}
+
+/* As a site's class is named (frames.h): Foo, #<Class:0x...>,
+ * #<Class:Foo>; a class path is returned as it is (its encoding too). */
 static VALUE
 module_name(VALUE mod)
 {
     VALUE path = SAMPLING_CLASSPATH(mod);
     if (path) return rb_str_dup(path);
-    if (FL_TEST(mod, FL_SINGLETON)) {
-        /* as inspect: #<Class:Foo>, #<Class:#<Foo:0x...>> */
-        VALUE attached = rb_class_attached_object(mod);
-        VALUE inner;
-        if (RB_TYPE_P(attached, T_CLASS) || RB_TYPE_P(attached, T_MODULE)) inner = module_name(attached);
-        else inner = rb_sprintf("#<%"PRIsVALUE":%p>", retention_names_class(attached), (void *)attached);
-        return rb_sprintf("#<Class:%"PRIsVALUE">", inner);
-    }
-    return rb_sprintf("#<%s:%p>", RB_TYPE_P(mod, T_MODULE) ? "Module" : "Class", (void *)mod);
+    VALUE str = rb_usascii_str_new(NULL, 0);
+    sampling_class_name(mod, str_put, &str);
+    return str;
 }
 
 static const char *
@@ -81,7 +121,15 @@ struct edges {
     retention_edge_fn *fn;
     void *data;
     VALUE parent;
+    bool stop;              /* fn said so */
 };
+
+static inline bool
+edge(struct edges *e, VALUE child, enum retention_edge kind, VALUE name)
+{
+    if (!e->stop) e->stop = e->fn(child, kind, name, e->data);
+    return e->stop;
+}
 
 static int
 ivar_i(ID id, VALUE value, st_data_t arg)
@@ -89,18 +137,16 @@ ivar_i(ID id, VALUE value, st_data_t arg)
     struct edges *e = (struct edges *)arg;
     VALUE name = rb_id2str(id);
     bool cvar = name && RSTRING_LEN(name) > 2 && RSTRING_PTR(name)[0] == '@' && RSTRING_PTR(name)[1] == '@';
-    e->fn(value, cvar ? RETENTION_EDGE_CLASS_VARIABLE : RETENTION_EDGE_IVAR,
-          name ? rb_str_dup(name) : rb_str_new_cstr("(internal)"), e->data);
-    return ST_CONTINUE;
+    return edge(e, value, cvar ? RETENTION_EDGE_CLASS_VARIABLE : RETENTION_EDGE_IVAR, name ? name : Qnil) ? ST_STOP
+                                                                                                         : ST_CONTINUE;
 }
 
 static int
 hash_i(VALUE key, VALUE value, VALUE arg)
 {
     struct edges *e = (struct edges *)arg;
-    e->fn(value, RETENTION_EDGE_HASH_VALUE, key, e->data);
-    e->fn(key, RETENTION_EDGE_HASH_KEY, key, e->data);
-    return ST_CONTINUE;
+    edge(e, value, RETENTION_EDGE_HASH_VALUE, key);
+    return edge(e, key, RETENTION_EDGE_HASH_KEY, key) ? ST_STOP : ST_CONTINUE;
 }
 
 static void
@@ -108,16 +154,15 @@ constants(VALUE mod, struct edges *e)
 {
     VALUE inherit = Qfalse;
     VALUE names = rb_mod_constants(1, &inherit, mod);
-    VALUE prefix = mod == rb_cObject ? Qnil : module_name(mod);
-    for (long i = 0; i < RARRAY_LEN(names); i++) {
-        ID id = SYM2ID(RARRAY_AREF(names, i));
+    for (long i = 0; i < RARRAY_LEN(names) && !e->stop; i++) {
+        VALUE sym = RARRAY_AREF(names, i);
+        ID id = SYM2ID(sym);
         /* (an autoload not yet loaded has no value: reading it would load it) */
         if (!NIL_P(rb_autoload_p(mod, id))) continue;
         if (!rb_const_defined_at(mod, id)) continue;
-        VALUE value = rb_const_get_at(mod, id);
-        VALUE full = NIL_P(prefix) ? rb_str_dup(rb_id2str(id)) : rb_sprintf("%"PRIsVALUE"::%"PRIsVALUE, prefix, rb_id2str(id));
-        e->fn(value, RETENTION_EDGE_CONSTANT, full, e->data);
+        edge(e, rb_const_get_at(mod, id), RETENTION_EDGE_CONSTANT, sym);
     }
+    RB_GC_GUARD(names);
 }
 
 /* The locals of a captured environment: local i of n is at ep[i - n - 2]
@@ -134,14 +179,14 @@ env_locals(VALUE env_obj, struct edges *e)
         VALUE v = env->ep[(long)i - (long)n - (VM_ENV_DATA_SIZE - 1)];
         ID id = body->local_table[i];
         VALUE name = rb_id2str(id);
-        if (!RB_SPECIAL_CONST_P(v) && name) e->fn(v, RETENTION_EDGE_LOCAL, ID2SYM(id), e->data);
+        if (!RB_SPECIAL_CONST_P(v) && name && edge(e, v, RETENTION_EDGE_LOCAL, ID2SYM(id))) return;
     }
 }
 
 void
 retention_names_edges(VALUE parent, retention_edge_fn *fn, void *data)
 {
-    struct edges e = { fn, data, parent };
+    struct edges e = { fn, data, parent, false };
     int type = BUILTIN_TYPE(parent);
     switch (type) {
       case T_CLASS:
@@ -149,7 +194,7 @@ retention_names_edges(VALUE parent, retention_edge_fn *fn, void *data)
         constants(parent, &e);
         break;
       case T_ARRAY:
-        for (long i = 0; i < RARRAY_LEN(parent); i++) fn(RARRAY_AREF(parent, i), RETENTION_EDGE_INDEX, LONG2FIX(i), data);
+        for (long i = 0; i < RARRAY_LEN(parent) && !e.stop; i++) edge(&e, RARRAY_AREF(parent, i), RETENTION_EDGE_INDEX, LONG2FIX(i));
         break;
       case T_HASH:
         rb_hash_foreach(parent, hash_i, (VALUE)&e);
@@ -157,9 +202,9 @@ retention_names_edges(VALUE parent, retention_edge_fn *fn, void *data)
       case T_STRUCT:
         if (RBASIC_CLASS(parent)) {
             VALUE members = rb_struct_members(parent);
-            for (long i = 0; i < RARRAY_LEN(members); i++) {
+            for (long i = 0; i < RARRAY_LEN(members) && !e.stop; i++) {
                 VALUE m = RARRAY_AREF(members, i);
-                fn(rb_struct_getmember(parent, SYM2ID(m)), RETENTION_EDGE_MEMBER, m, data);
+                edge(&e, rb_struct_getmember(parent, SYM2ID(m)), RETENTION_EDGE_MEMBER, m);
             }
         }
         break;
@@ -174,12 +219,35 @@ retention_names_edges(VALUE parent, retention_edge_fn *fn, void *data)
     }
     /* (any other object may have generic instance variables: rb_ivar_foreach
      * looks them up, and finds none on most) */
-    if (type != T_ICLASS) rb_ivar_foreach(parent, ivar_i, (st_data_t)&e);
+    if (type != T_ICLASS && !e.stop) rb_ivar_foreach(parent, ivar_i, (st_data_t)&e);
     if (type == T_CLASS) {
         VALUE super = rb_class_get_superclass(parent);
-        if (!NIL_P(super) && super) fn(super, RETENTION_EDGE_SUPERCLASS, Qnil, data);
+        if (!NIL_P(super) && super) edge(&e, super, RETENTION_EDGE_SUPERCLASS, Qnil);
     }
-    if (type != T_ICLASS && RBASIC_CLASS(parent)) fn(RBASIC_CLASS(parent), RETENTION_EDGE_CLASS, Qnil, data);
+    if (type != T_ICLASS && RBASIC_CLASS(parent)) edge(&e, RBASIC_CLASS(parent), RETENTION_EDGE_CLASS, Qnil);
+}
+
+VALUE
+retention_names_edge(VALUE parent, enum retention_edge kind, VALUE name)
+{
+    switch (kind) {
+      case RETENTION_EDGE_IVAR:
+      case RETENTION_EDGE_CLASS_VARIABLE:
+        return NIL_P(name) ? rb_str_new_cstr("(internal)") : rb_str_dup(name);
+      case RETENTION_EDGE_CONSTANT: {
+        VALUE id = rb_sym2str(name);
+        if (parent == rb_cObject) return rb_str_dup(id);
+        return rb_sprintf("%"PRIsVALUE"::%"PRIsVALUE, module_name(parent), id);
+      }
+      case RETENTION_EDGE_HASH_VALUE:
+      case RETENTION_EDGE_HASH_KEY:
+        return retention_names_key(name);
+      case RETENTION_EDGE_MEMBER:
+      case RETENTION_EDGE_LOCAL:
+        return rb_sym2str(name);
+      default:
+        return name;
+    }
 }
 
 /* Global variables: only plain identifiers are read ($cache, $stdout,

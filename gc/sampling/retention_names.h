@@ -6,12 +6,16 @@
  *
  * The walk (retention.h) keeps only which object reached which; naming an
  * edge asks the parent for its children by name, once per parent that is
- * on some path (retention_api.c remembers the answer), so a parent with n
- * children costs O(n) however many paths run through it.
+ * on some path (retention_paths.c names all of a parent's children that are
+ * on paths in one pass and remembers the answer), so a parent with n
+ * children costs O(n) however many paths run through it.  Listing the
+ * children makes no object: a name comes raw (the hash key, the ID's
+ * String, an Integer, a Symbol) and retention_names_edge makes what is
+ * shown of it, only for the edges on a path that is asked for.
  *
- * Runs inside a read, after the walk (GC off): it allocates Ruby Strings
- * but calls no Ruby method that a program can redefine, triggers no
- * autoload and assigns no object id.  Global variable names are read with
+ * Runs inside a read (GC off): it allocates Ruby Strings but calls no
+ * Ruby method that a program can redefine, triggers no autoload and
+ * assigns no object id.  Global variable names are read with
  * rb_gv_get for names that are plain identifiers ($cache, $stdout), never
  * for Ruby's special variables, whose getters run code ($FILENAME opens
  * ARGF's next file, $@ calls #backtrace).
@@ -36,10 +40,35 @@ enum retention_edge {
     RETENTION_EDGES
 };
 
+/* The imemo types the walk tells apart (retention_walk.c, which cannot
+ * include internal/imemo.h). */
+struct retention_imemo_types {
+    int constcache, callcache, iseq, ment;
+};
+extern const struct retention_imemo_types retention_imemo;
+
+/* The JITs' data on an iseq (YJIT's, ZJIT's payloads), taken off while
+ * the walk lists the iseq's own references (its mark function then
+ * reports no object that only compiled code embeds) and put back at
+ * once.  Take returns false (and changes nothing) when there is none.
+ * Inside the walk only: GC off, the VM lock held, no other Ractor runs. */
+struct retention_jit {
+    void *yjit, *zjit;
+};
+bool retention_names_jit_take(VALUE iseq, struct retention_jit *saved);
+void retention_names_jit_put(VALUE iseq, const struct retention_jit *saved);
+
 /* Calls fn for each child of parent that can be named (the first name a
- * child gets is what counts). */
-typedef void retention_edge_fn(VALUE child, enum retention_edge kind, VALUE name, void *data);
+ * child gets is what counts) until fn returns true.  The raw name: the
+ * ID's String (nil for an internal one) for ivars and class variables,
+ * the constant's Symbol, an Integer index, the hash key, a Symbol for a
+ * member or a local, nil for class and superclass. */
+typedef bool retention_edge_fn(VALUE child, enum retention_edge kind, VALUE name, void *data);
 void retention_names_edges(VALUE parent, retention_edge_fn *fn, void *data);
+
+/* What is shown of the edge kind/name (raw, as above) from parent: "@x",
+ * "Foo::BAR", 3, "\"key\"", "member" ...; nil when it has none. */
+VALUE retention_names_edge(VALUE parent, enum retention_edge kind, VALUE name);
 
 /* The class shown for obj: Module#name of its class, or as inspect shows
  * an anonymous or singleton one ("#<Class:0x...>", "#<Class:Foo>"); for a

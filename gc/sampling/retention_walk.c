@@ -13,7 +13,17 @@
  *             follows exactly the references the collector follows
  *             (strong ones: weak references are not reported);
  *   visited   one bit per slot beside each heap page, in malloc'd
- *             memory: the collector's mark bits are never touched.
+ *             memory: the collector's mark bits are never touched;
+ *   caches    which edges are no reason to be alive (retention.h puts
+ *             them off): into an inline constant cache or a call cache
+ *             (imemo constcache, callcache: from an iseq, or a class's
+ *             call cache table), and into the code running (an iseq or
+ *             a method entry) from a thread's or fiber's frames or from
+ *             the machine stack, whose words are the running C code's;
+ *             and the JITs': what compiled code embeds (YJIT puts a
+ *             constant's value in the code, and the iseq's mark function
+ *             reports it: retention_names_jit_take tells those apart)
+ *             and the method entries the JIT's own root holds.
  *
  * It runs inside a read (sampler_read_begin: GC off, so nothing moves or
  * is freed, and the VM lock), after the VM barrier when a second Ractor
@@ -33,6 +43,8 @@ struct walk {
     bits_t *bits;               /* [npages * HEAP_PAGE_BITMAP_LIMIT] */
     struct retention *r;
     uint32_t node;              /* the node being expanded */
+    bool running;               /* it is a thread or fiber: its frames' code is running code */
+    bool jit;                   /* listing an iseq's references again, with its compiled code's */
     /* roots as reported, kept until all are in: then added by kind */
     VALUE *roots;
     uint8_t *kinds;
@@ -67,23 +79,111 @@ walk_visit(void *ctx, uintptr_t obj)
     return true;
 }
 
+/* The imemo type of obj, or -1 (default.c sees no internal/imemo.h:
+ * retention_names.c gives the types' numbers; IMEMO_MASK as sampling.c
+ * reads it) */
+static inline int
+walk_imemo(VALUE obj)
+{
+    if (RB_SPECIAL_CONST_P(obj) || BUILTIN_TYPE(obj) != T_IMEMO) return -1;
+    return (int)((RBASIC(obj)->flags >> FL_USHIFT) & 0x0f);
+}
+
+/* An inline constant cache or a call cache. */
+static bool
+walk_cache_p(VALUE obj)
+{
+    int t = walk_imemo(obj);
+    return t >= 0 && (t == retention_imemo.constcache || t == retention_imemo.callcache);
+}
+
+/* An iseq or a method entry: code, which running it does not own. */
+static bool
+walk_code_p(VALUE obj)
+{
+    int t = walk_imemo(obj);
+    return t >= 0 && (t == retention_imemo.iseq || t == retention_imemo.ment);
+}
+
+/* A Thread or a Fiber: its mark function reports its frames' code. */
+static bool
+walk_running_p(VALUE obj)
+{
+    if (BUILTIN_TYPE(obj) != T_DATA || !RTYPEDDATA_P(obj)) return false;
+    const char *name = RTYPEDDATA_TYPE(obj)->wrap_struct_name;
+    return name && (!strcmp(name, "VM/thread") || !strcmp(name, "fiber"));
+}
+
+/* Whether obj was reached (walk_visit without the set). */
+static bool
+walk_seen(const struct walk *w, uintptr_t obj)
+{
+    size_t page = walk_page_index(w, obj);
+    if (page == SIZE_MAX) return true;
+    return (w->bits[page * HEAP_PAGE_BITMAP_LIMIT + BITMAP_INDEX(obj)] >> BITMAP_OFFSET(obj)) & 1;
+}
+
+/* retention_cache_fn: a cache whatever refers to it (read once an
+ * object, when first reached: not once an edge, which would read every
+ * child's header) */
+static bool
+walk_cache_object(void *ctx, uintptr_t obj)
+{
+    return walk_cache_p((VALUE)obj);
+}
+
 static void
 walk_child_i(VALUE child, void *data)
 {
     struct walk *w = data;
-    retention_add(w->r, (uintptr_t)child, w->node);
+    if (w->jit) {
+        /* (the second listing of a compiled iseq: what the first did not
+         * reach, compiled code holds) */
+        if (!RB_SPECIAL_CONST_P(child) && !walk_seen(w, (uintptr_t)child)) retention_add_cache(w->r, (uintptr_t)child, w->node);
+        return;
+    }
+    if (w->running && walk_code_p(child)) retention_add_cache(w->r, (uintptr_t)child, w->node);
+    else retention_add(w->r, (uintptr_t)child, w->node);
+}
+
+/* Whether obj's references may be caches: only VM internals refer to
+ * them (an iseq's inline caches, a class's call cache table, 4.0's table
+ * objects), never an object Ruby code builds, so the children of an
+ * Array, Hash, String or plain object are not asked (asking reads each
+ * child's header when first reached: a cache miss an object). */
+static bool
+walk_may_cache(VALUE obj)
+{
+    switch (BUILTIN_TYPE(obj)) {
+      case T_IMEMO: case T_CLASS: case T_MODULE: case T_ICLASS: case T_DATA:
+        return true;
+      default:
+        return false;
+    }
 }
 
 static void
 walk_children(void *ctx, struct retention *r, uint32_t node)
 {
     struct walk *w = ctx;
+    VALUE obj = (VALUE)r->objs[node];
     w->node = node;
-    rb_objspace_reachable_objects_from((VALUE)r->objs[node], walk_child_i, w);
+    w->running = walk_running_p(obj);
+    r->cache_object = walk_may_cache(obj) ? walk_cache_object : NULL;
+    struct retention_jit jit;
+    if (walk_imemo(obj) == retention_imemo.iseq && retention_names_jit_take(obj, &jit)) {
+        rb_objspace_reachable_objects_from(obj, walk_child_i, w);
+        retention_names_jit_put(obj, &jit);
+        w->jit = true;
+        rb_objspace_reachable_objects_from(obj, walk_child_i, w);
+        w->jit = false;
+        return;
+    }
+    rb_objspace_reachable_objects_from(obj, walk_child_i, w);
 }
 
 static void
-walk_push_root(struct walk *w, VALUE obj, enum sampler_root_kind kind)
+walk_push_root(struct walk *w, VALUE obj, int kind)
 {
     if (w->failed) return;
     if (w->nroots == w->roots_cap) {
@@ -102,10 +202,14 @@ walk_push_root(struct walk *w, VALUE obj, enum sampler_root_kind kind)
     w->kinds[w->nroots++] = (uint8_t)kind;
 }
 
-static enum sampler_root_kind
+/* (a root kind's byte: the JITs' own roots are put off) */
+#define WALK_ROOT_PUT_OFF 0x80
+
+static int
 root_kind_of(const char *category)
 {
     if (!category) return SAMPLER_ROOT_OTHER;
+    if (!strcmp(category, "YJIT") || !strcmp(category, "ZJIT")) return SAMPLER_ROOT_OTHER | WALK_ROOT_PUT_OFF;
     if (!strcmp(category, "global_tbl")) return SAMPLER_ROOT_GLOBAL;
     if (!strcmp(category, "vm")) return SAMPLER_ROOT_VM;
     if (!strcmp(category, "machine_context")) return SAMPLER_ROOT_MACHINE_STACK;
@@ -165,10 +269,25 @@ sampler_retention_walk(struct retention *r, size_t max_nodes, uint64_t limit, ui
      * the VM hold is named by the global. */
     for (int kind = 0; kind < SAMPLER_ROOT_KINDS; kind++) {
         for (size_t i = 0; i < w.nroots; i++) {
-            if (w.kinds[i] == kind) retention_add_root(r, (uintptr_t)w.roots[i], (uint32_t)kind);
+            if ((w.kinds[i] & ~WALK_ROOT_PUT_OFF) != kind) continue;
+            VALUE root = w.roots[i];
+            if ((w.kinds[i] & WALK_ROOT_PUT_OFF) || walk_cache_p(root) ||
+                (kind == SAMPLER_ROOT_MACHINE_STACK && walk_code_p(root))) {
+                retention_add_cache_root(r, (uintptr_t)root, (uint32_t)kind);
+            }
+            else {
+                retention_add_root(r, (uintptr_t)root, (uint32_t)kind);
+            }
         }
     }
     retention_run(r, walk_children, &w);
+#ifdef SAMPLING_CHECKS
+    {
+        /* with --enable-checks, retention.h's invariants after each walk */
+        const char *err = retention_verify(r);
+        if (err) rb_bug("sampling: retention walk: %s", err);
+    }
+#endif
     ok = true;
   done:
     free(targets);
@@ -176,6 +295,14 @@ sampler_retention_walk(struct retention *r, size_t max_nodes, uint64_t limit, ui
     free(w.roots);
     free(w.kinds);
     return ok;
+}
+
+/* Other Ractors stop at the VM barrier (inside a read): for naming after
+ * the walk, which reads objects they may own. */
+void
+sampler_retention_barrier(void)
+{
+    if (sampling_ractors) rb_gc_vm_barrier();
 }
 
 /* The object whose finalizers `table` is (the finalizer table's key), or

@@ -27,9 +27,10 @@
  *     (allocated_objects_count), and adds to the heap's total every 1024
  *     (ALLOCATED_COUNT_STEP) and when the cache is cleared or stats are
  *     read.  So on 4.0 (SAMPLING_CACHE_COUNTS):
- *       * the sampled slot, popped without that function, is counted by
- *         SAMPLING_COUNT_SAMPLED_SLOT (else GC.verify_internal_consistency
- *         finds one live object too many and calls rb_bug);
+ *       * the sample point is that count's limit (SAMPLING_POINT_ON_COUNT,
+ *         patches/4.0, sample_point.h), not a cut in the free list: the
+ *         sampled slot is popped and counted by ractor_cache_allocate_slot
+ *         like any other;
  *       * a heap's allocations are its total plus every cache's pending
  *         count (SAMPLING_CACHE_PENDING), read, never flushed: flushing
  *         another Ractor's cache would race with its fast path;
@@ -65,8 +66,10 @@
  *     fields) -> value; retention_names.c names the second edge by the
  *     owner's ivars (SAMPLING_FIELDS_OWNER).  3.4 has no such object.
  *
- * Not a difference here: patches/3.4 and patches/4.0 add the same hooks
- * with the same meaning.
+ * The patches differ in the sample point's hooks alone: 3.4's fast path
+ * has no count, so its point is a cut in the free list (GC_HOOK_CACHE_*,
+ * GC_HOOK_NEWOBJ_CACHE_MISS*); 4.0's is the count's limit
+ * (GC_HOOK_ALLOCATED_*).  The collector's hooks are the same.
  */
 #ifndef SAMPLING_RUBY_VERSION_H
 #define SAMPLING_RUBY_VERSION_H
@@ -92,14 +95,7 @@
 # define SAMPLING_INCLUDE_SANITIZERS 0
 # define SAMPLING_INLINE_ASAN_HELPERS 0   /* default.c has its own no-ops */
 # define SAMPLING_CACHE_COUNTS 1
-/* After default.c: the count ractor_cache_allocate_slot would have made. */
-# define SAMPLING_COUNT_SAMPLED_SLOT(objspace, cache, heap_idx) do { \
-        rb_ractor_newobj_heap_cache_t *sampling_hc_ = &(cache)->heap_caches[heap_idx]; \
-        if (++sampling_hc_->allocated_objects_count >= ALLOCATED_COUNT_STEP) { \
-            RUBY_ATOMIC_SIZE_ADD(heaps[heap_idx].total_allocated_objects, sampling_hc_->allocated_objects_count); \
-            sampling_hc_->allocated_objects_count = 0; \
-        } \
-    } while (0)
+# define SAMPLING_POINT_ON_COUNT 1
 # define SAMPLING_CACHE_PENDING(cache, heap_idx) ((cache)->heap_caches[heap_idx].allocated_objects_count)
 /* frames.c (internal/class.h): a class's name, from its prime classext */
 # define SAMPLING_CLASSPATH(mod) RCLASSEXT_CLASSPATH(RCLASS_EXT_PRIME(mod))
@@ -121,7 +117,7 @@
 # define SAMPLING_INCLUDE_SANITIZERS 1
 # define SAMPLING_INLINE_ASAN_HELPERS 1
 # define SAMPLING_CACHE_COUNTS 0
-# define SAMPLING_COUNT_SAMPLED_SLOT(objspace, cache, heap_idx) ((void)0)  /* newobj_alloc counts it */
+# define SAMPLING_POINT_ON_COUNT 0   /* the point is a cut in the free list */
 # define SAMPLING_CACHE_PENDING(cache, heap_idx) 0
 # define RB_GC_VM_LOCK() rb_gc_vm_lock()
 # define RB_GC_VM_UNLOCK(lev) rb_gc_vm_unlock(lev)

@@ -10,6 +10,8 @@
  */
 #include "ruby/ruby.h"
 
+#include <inttypes.h>
+
 #include "api.h"
 #include "read.h"
 #include "sampler.h"
@@ -32,7 +34,8 @@ struct sample_view {
     uint64_t seq;
     VALUE klass;            /* Qnil for hidden / internal, or a class that died */
     VALUE frames;           /* frozen Array of frozen [path, lineno, label] */
-    VALUE path;             /* retention path found with it (retention_api.c), or 0 */
+    VALUE paths;            /* the retention walk it was found with (retention_paths.h), or 0 */
+    uint32_t path_node;     /* its node there (RETENTION_NONE: no path) */
     struct sampling_sample sample;
     size_t freed_gc;
     uint64_t freed_bytes;
@@ -48,7 +51,7 @@ sample_mark(void *p)
     struct sample_view *v = p;
     rb_gc_mark_movable(v->klass);
     rb_gc_mark_movable(v->frames);
-    if (v->path) rb_gc_mark_movable(v->path);
+    if (v->paths) rb_gc_mark_movable(v->paths);
 }
 
 static void
@@ -57,7 +60,7 @@ sample_compact(void *p)
     struct sample_view *v = p;
     v->klass = rb_gc_location(v->klass);
     v->frames = rb_gc_location(v->frames);
-    if (v->path) v->path = rb_gc_location(v->path);
+    if (v->paths) v->paths = rb_gc_location(v->paths);
 }
 
 static size_t
@@ -126,16 +129,19 @@ sampling_sample_new(struct read *rd, size_t i)
 }
 
 void
-sampling_sample_set_path(VALUE sample, VALUE path)
+sampling_sample_set_path(VALUE sample, VALUE paths, uint32_t node)
 {
-    RB_OBJ_WRITE(sample, &sample_get(sample)->path, path);
+    struct sample_view *v = sample_get(sample);
+    RB_OBJ_WRITE(sample, &v->paths, paths);
+    v->path_node = node;
 }
 
 VALUE
-sampling_sample_path(VALUE sample)
+sampling_sample_path(VALUE sample, uint32_t *node)
 {
-    VALUE path = sample_get(sample)->path;
-    return path ? path : Qundef;
+    struct sample_view *v = sample_get(sample);
+    *node = v->path_node;
+    return v->paths ? v->paths : Qundef;
 }
 
 void
@@ -151,6 +157,7 @@ snapshot_body(VALUE arg)
 {
     struct snapshot *snap = (struct snapshot *)arg;
     read_begin(&snap->read);
+    snap->result = rb_ary_new();
     for (size_t i = 0; i < sampler_records()->used; i++) {
         if (!read_record(&snap->read, i)) continue;
         rb_ary_push(snap->result, sampling_sample_new(&snap->read, i));
@@ -166,11 +173,18 @@ snapshot_ensure(VALUE arg)
 }
 
 static VALUE
-snapshot(void)
+snapshot_scoped(VALUE unused)
 {
-    struct snapshot snap = { READ_INIT, rb_ary_new() };
+    struct snapshot snap = { READ_INIT, Qnil };
     rb_ensure(snapshot_body, (VALUE)&snap, snapshot_ensure, (VALUE)&snap);
     return snap.result;
+}
+
+/* (a reader scope around the read: the result Array too is the reader's) */
+static VALUE
+snapshot(void)
+{
+    return read_scope(snapshot_scoped, Qnil);
 }
 
 static VALUE
@@ -206,7 +220,7 @@ sample_live_p(VALUE self)
 static VALUE sample_type_m(VALUE self) { return read_type_symbol(sample_get(self)->type); }
 static VALUE sample_imemo_type_m(VALUE self) { return read_imemo_symbol(sample_get(self)->type, sample_get(self)->imemo_type); }
 static VALUE sample_klass_m(VALUE self) { return sample_get(self)->klass; }
-static VALUE sample_size_m(VALUE self) { return UINT2NUM(sample_get(self)->sample.size); }
+static VALUE sample_size_m(VALUE self) { return ULL2NUM(sample_get(self)->sample.size); }
 static VALUE sample_frames_m(VALUE self) { return sample_get(self)->frames; }
 static VALUE sample_truncated_p(VALUE self) { return sample_get(self)->truncated ? Qtrue : Qfalse; }
 /* the with_labels in effect when it was allocated: a frozen Hash, String => String */
@@ -239,7 +253,7 @@ view_record(const struct sample_view *v)
     rec.weight = v->sample.weight;
     rec.allocated_gc = v->sample.allocated_gc;
     rec.allocated_bytes = v->sample.allocated_bytes;
-    rec.size = v->sample.size;
+    sampling_record_set_size(&rec, v->sample.size);
     rec.heap = v->sample.heap;
     rec.freed_bytes = v->freed_bytes;
     if (!v->live) sampling_record_set_freed_gc(&rec, v->freed_gc);
@@ -298,7 +312,7 @@ static VALUE
 sample_memsize_m(VALUE self)
 {
     struct sample_view *v = sample_get(self);
-    if (v->type == SAMPLING_TYPE_MALLOC) return sample_live_p(self) == Qtrue ? UINT2NUM(v->sample.size) : Qnil;
+    if (v->type == SAMPLING_TYPE_MALLOC) return sample_live_p(self) == Qtrue ? ULL2NUM(v->sample.size) : Qnil;
     VALUE obj = sample_object_m(self);
     if (NIL_P(obj)) return Qnil;
     return SIZET2NUM(rb_obj_memsize_of(obj));
@@ -309,10 +323,10 @@ sample_inspect_m(VALUE self)
 {
     struct sample_view *v = sample_get(self);
     VALUE top = RARRAY_LEN(v->frames) ? RARRAY_AREF(v->frames, 0) : Qnil;
-    return rb_sprintf("#<%"PRIsVALUE" %"PRIsVALUE" %"PRIsVALUE" size=%u weight=%.0f at %"PRIsVALUE"%s>",
+    return rb_sprintf("#<%"PRIsVALUE" %"PRIsVALUE" %"PRIsVALUE" size=%"PRIu64" weight=%.0f at %"PRIsVALUE"%s>",
                       rb_class_name(CLASS_OF(self)), sample_type_m(self),
                       NIL_P(v->klass) ? rb_str_new_cstr("(hidden)") : rb_inspect(v->klass),
-                      v->sample.size, v->sample.weight, NIL_P(top) ? rb_str_new_cstr("?") : rb_inspect(top),
+                      (uint64_t)v->sample.size, v->sample.weight, NIL_P(top) ? rb_str_new_cstr("?") : rb_inspect(top),
                       sample_live_p(self) == Qtrue ? "" : " dead");
 }
 

@@ -1,5 +1,6 @@
 /*
- * sample_point.h: the sample point on a free-slot list.
+ * sample_point.h: the sample point on a free-slot list (Ruby 3.4), or on
+ * an allocation count (Ruby 4.0, below: the same countdown and draws).
  *
  * Model.  A Ractor's allocation cache hands out slots of one heap from a
  * singly linked free list; the fast path pops the head and, when the list
@@ -74,6 +75,11 @@ struct sample_point {
     struct sample_point_slot *head_last; /* last slot left on the cache list; NULL if none */
     size_t tail_count;                   /* slots in tail */
     int64_t countdown;                   /* bytes from what is charged to the next point, > 0 */
+#ifdef SAMPLING_PHASES
+    uint64_t ph_last, ph_links;          /* benchmark/phases: last take, links walked */
+    uint32_t ph_placements;              /* placements made, choosing the walk variant */
+    uint8_t ph_variant, ph_cut;          /* variant of this walk, of the cut now waiting */
+#endif
 };
 
 /* Forgets any cut (the caller has rejoined it) and draws the first gap. */
@@ -105,6 +111,34 @@ struct sample_point_slot *sample_point_take(struct sample_point *sp, sample_poin
  * lost) and the slots never allocated are credited back, so the countdown
  * stays exact.  Afterwards sp->tail == NULL. */
 void sample_point_rejoin(struct sample_point *sp, sample_point_list *list, size_t slot_size);
+
+/* ---- On an allocation count (Ruby 4.0) ----
+ *
+ * 4.0's fast path counts each allocation in the cache and, when the count
+ * reaches a limit, adds it to the heap's total and starts again from zero
+ * (patches/4.0).  With the limit lowered to the allocation that reaches
+ * the next point, that compare is the sample check: no list is cut or
+ * walked, and the slot handed out at the limit is the sample.  The
+ * accounting is the list's, with the limit for the cut: slots are charged
+ * up to the limit when it is set, so with the cache's count at c,
+ *
+ *      bytes allocated through this pair  = charged - (limit - c) * slot_size
+ *      limit > c;  countdown <= 0  <=>  the allocation at the limit reaches
+ *                                       the point (then countdown > -slot_size)
+ *
+ * and a count added to the heap elsewhere moves the limit down by as much
+ * (the caller's), so the same allocation stays the sample.  tail,
+ * head_last and tail_count stay NULL and 0. */
+
+/* Sets the limit with `count` allocations counted (count < cap): the count
+ * at which the allocation reaching the next point is made, or `cap` if
+ * that comes later; charges the slots up to it.  Requires countdown > 0. */
+size_t sample_point_limit(struct sample_point *sp, size_t count, size_t cap, size_t slot_size);
+
+/* The count reached the limit: the number of points the allocation there
+ * reached (0: none, the limit was the cap), with the gaps to the next
+ * point drawn; afterwards countdown > 0. */
+uint64_t sample_point_reached(struct sample_point *sp, struct sample_point_config *config);
 
 /* The number of slots on a list (walks it). */
 size_t sample_point_list_length(const struct sample_point_slot *list);

@@ -21,6 +21,18 @@
 
 #define SAMPLER_MAX_HEAPS 8
 
+/* The collector's part of the library's entry points.  api.c defines
+ * rb_gc_impl_init, rb_gc_impl_set_params and rb_gc_impl_after_fork
+ * (gc.c finds them by name in the library); each calls its part here
+ * first, then starts the API's, so the core never calls up into the
+ * files above it (HACKING.md's "Layers").  init: the default GC's, then
+ * the sampler's state, before any Ruby code runs.  set_params: once the
+ * VM can run threads (ruby_gc_set_params, from process_options).
+ * after_fork: pid 0 in the child of a Ruby-level fork. */
+void sampler_gc_init(void);
+void sampler_gc_set_params(void *objspace);
+void sampler_gc_after_fork(void *objspace, rb_pid_t pid);
+
 struct sampler_heap_stats {
     size_t slot_size;
     uint64_t allocated_bytes;   /* slot bytes allocated on this heap while enabled */
@@ -48,9 +60,33 @@ struct sampler_stats {
     double peak_live;                           /* its estimate, slots + malloc'd bytes */
     uint64_t peak_lost;                         /* records of its set lost (records.h) */
     uint64_t timeline_rows;
+    uint64_t reader_samples;                    /* samples of readers' own allocations, not recorded */
     size_t nheaps;
     struct sampler_heap_stats per_heap[SAMPLER_MAX_HEAPS];
 };
+
+/* The sampler's own memory, by part: the bytes each structure asked
+ * malloc for (by capacity; malloc's own overhead per block not
+ * included), and the malloc side's static arrays.  Computed when read,
+ * never counted on the sampling path: O(sites) for the sites, O(1) for
+ * the rest.  Each part's bound is stated where its structure is
+ * declared (records.h, sites.h, labels.h, timeline.h, malloc.c,
+ * addresses.h); scratch is the capture's buffer, depth + 1 frames. */
+enum sampler_memory_part {
+    SAMPLER_MEMORY_RECORDS,         /* records.h: the record tables */
+    SAMPLER_MEMORY_SITES,           /* sites.h: sites, their frames and names, the table, the references */
+    SAMPLER_MEMORY_LABEL_SETS,      /* labels.h */
+    SAMPLER_MEMORY_TIMELINE,        /* timeline.h: the rows */
+    SAMPLER_MEMORY_MALLOC_TABLE,    /* malloc.c: sampled blocks, the filter, the queue */
+    SAMPLER_MEMORY_ADDRESSES,       /* addresses.h: the Locations' addresses */
+    SAMPLER_MEMORY_SCRATCH,         /* the capture's buffer */
+    SAMPLER_MEMORY_PARTS
+};
+extern const char *const sampler_memory_names[SAMPLER_MEMORY_PARTS];
+
+/* Fills parts[] and returns their sum (takes the VM lock; may be called
+ * inside a read). */
+size_t sampler_memory(size_t parts[SAMPLER_MEMORY_PARTS]);
 
 /* Starts (or restarts with new settings): counters start from zero and
  * points are placed in the lists caches already hold, so counting is exact
@@ -76,6 +112,19 @@ struct sampling_records *sampler_records(void);
  * value.  Pair every begin with an end (rb_ensure), passing *lev back. */
 uint64_t sampler_read_begin(unsigned int *lev);
 void sampler_read_end(unsigned int lev);
+
+/* Brackets a reader, from its first allocation to the last of what it
+ * returns (read.h: read_scope): samples of what the running fiber
+ * allocates meanwhile are counted, not recorded (sampling.c says how).
+ * Nests; pair each enter with a leave on the same fiber (rb_ensure). */
+void sampler_reader_enter(void);
+void sampler_reader_leave(void);
+
+/* Leaves the running fiber's reader scope for the program's code a
+ * reader calls (an IO's write), returning how deep it was; resume
+ * restores it. */
+unsigned int sampler_reader_pause(void);
+void sampler_reader_resume(unsigned int depth);
 
 /* A reader that works on what it read (report.rb) brackets that work:
  * meanwhile samples are counted but not recorded (records.h: no record is
@@ -125,6 +174,10 @@ enum sampler_root_kind {
  * address would be found there as a root that holds it. */
 struct retention;
 bool sampler_retention_walk(struct retention *r, size_t max_nodes, uint64_t limit, uintptr_t only_hidden);
+
+/* Inside a read: stops the other Ractors (the VM barrier) while the
+ * caller reads objects they may own. */
+void sampler_retention_barrier(void);
 
 /* The object whose finalizer table `table` is, or Qundef. */
 VALUE sampler_finalizer_owner(VALUE table);

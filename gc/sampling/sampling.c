@@ -2,24 +2,42 @@
  * sampling.c: CRuby's default GC with an allocation sampler inside it.
  *
  * This is the only file of the library that sees the collector's internals.
- * (Hence its length: every hook, and the sampler's state the hooks share;
- * what each hook does is in the files below.)
+ * (Over 450 lines: every hook, the sampler's state and the sampling
+ * path they share, and sampler.h's functions, which read the collector's
+ * heaps, caches and locks; the logic they call, the sample point's, the
+ * records', malloc's, the walk's, is in files of their own.)
  * It defines the hook points that patches/3.4 and patches/4.0 add to
- * gc/default/default.c (the same hooks; what else differs between the
- * versions is in ruby_version.h), then includes that file, so the library is the default GC compiled with
- * the hooks filled in.  The logic behind each hook lives in its own file:
+ * gc/default/default.c (the same hooks but for the sample point's; what
+ * else differs between the versions is in ruby_version.h), then includes
+ * that file, so the library is the default GC compiled with the hooks
+ * filled in.  The logic behind each hook lives in a file of its own:
+ * HACKING.md's map ("Where each concern lives") is the one list of them.
  *
- *   sample_point.c  where the next sample falls; cutting and rejoining lists
- *   gap.c           gaps between points (poisson / fixed) and weights
- *   records.c       records: liveness, eviction, the bound
- *   sites.c         sites (stack, class, type): totals, weak references
- *   frames.c        capturing and reading stacks (caller_locations rules)
- *   labels.c        label sets as ids; labels_api.c gives a sample its
- *                   fiber's (sampling_labels_current) and with_labels
- *   api.c           ObjectSpace::AllocationSampler and RUBY_GC_SAMPLING;
- *                   read.c, sample.c, profile.c, report.c read it from Ruby
+ * This file is the core: it calls nothing of the readers and the Ruby API
+ * above it (read.c, profile.c, ..., api.c: HACKING.md's "Layers").  They
+ * call down into it through sampler.h; api.c defines the library's entry
+ * points that start them (rb_gc_impl_init, _set_params, _after_fork),
+ * calling this file's part first (sampler_gc_init, ...).
  *
- * The allocation path, numbered as it runs (newobj_alloc in default.c):
+ * The allocation path on Ruby 4.0 (ractor_cache_allocate_slot):
+ *
+ *   1. fast path: pop the cache's free list and count the allocation in
+ *      the cache.  Unchanged but for one operand: the count is compared
+ *      with the cache's limit (GC_HOOK_ALLOCATED_LIMIT, sampling_limits)
+ *      instead of ALLOCATED_COUNT_STEP, and the limit is the allocation
+ *      that reaches the next point, or the step if that comes first.
+ *   2. at the limit the count is added to the heap, as at the step, and
+ *      GC_HOOK_ALLOCATED_LIMIT_REACHED asks sampling_take: the slot just
+ *      popped is the sample if it reached the point; the next limit is set
+ *      either way.  The slot was counted, and charged to the marking step
+ *      budget, as any other.
+ *   3. wherever else the count is added to the heap (GC.stat, the sweep
+ *      start, a Ractor's exit), GC_HOOK_ALLOCATED_FLUSH first moves the
+ *      limit down by the count, so the same allocation stays the sample.
+ *   No list is cut and no free slot is read: no walk, no hook on a new
+ *   page or at the cache miss.
+ *
+ * The allocation path on Ruby 3.4, numbered as it runs (newobj_alloc):
  *
  *   1. fast path: pop the cache's free list.  Unchanged: the sample point
  *      is where the list was cut, so an empty list means "new page or
@@ -48,7 +66,9 @@
  *
  * Locking: every hook runs with the VM lock held (newobj_cache_miss takes
  * it; GC holds it), except a sample taken while no second Ractor has
- * been made, which the GVL serialises as the lock would; API calls take the lock too
+ * been made, which the GVL serialises as the lock would, and 4.0's limit
+ * hook, which takes the lock without joining a barrier for a sample only
+ * (sampling_take says why); API calls take the lock too
  * (sampler.h), and start, stop and clear also wait at the VM barrier.
  * Nothing on the sampling path allocates a Ruby object or can start a GC:
  * records and stacks live in malloc'd memory.
@@ -79,10 +99,10 @@
 #include "sample_point.h"
 #include "records.h"
 #include "frames.h"
-#include "labels.h"
+#include "labels_fiber.h"
 #include "sampler.h"
-#include "api.h"
 #include "timeline.h"
+#include "addresses.h"
 #include "sample_point.c"
 #include "gap.c"
 #include "refset.c"
@@ -96,58 +116,90 @@ int rb_objspace_internal_object_p(VALUE obj);  /* gc.c, exported */
 /* ---- hooks (see patches/3.4, patches/4.0) ---- */
 
 static bool sampling_on;   /* points are being placed */
-
-static void sampling_set_page(void *cache, size_t heap_idx, size_t free_slots);
-static VALUE sampling_take(void *objspace, void *cache, size_t heap_idx, VALUE klass, VALUE flags);
-/* sampling_take, which always gives a slot: newobj_alloc then returns it
- * at once, never entering newobj_cache_miss */
-static inline VALUE
-sampling_take_slot(void *objspace, void *cache, size_t heap_idx, VALUE klass, VALUE flags)
-{
-    VALUE obj = sampling_take(objspace, cache, heap_idx, klass, flags);
-    if (obj == Qfalse) __builtin_unreachable();
-    return obj;
-}
-static void sampling_cache_clear(void *cache, size_t heap_idx);
+/* A second Ractor may run (rb_gc_impl_ractor_cache_alloc below): a sample
+ * takes the VM lock. */
+static bool sampling_ractors;
 /* (once a GC, out of line so that benchmark/run can measure it) */
 static NOINLINE(void sampling_marks_finished(void *objspace));
 static void sampling_update_references(void *objspace);
 static void sampling_mark_roots(void *objspace);
+static void sampling_sweep_finished(void *objspace);
+
+/* Each hook that decides something expands to one call of a hook_*
+ * function, which takes all it reads as parameters (no macro names a
+ * local of default.c's function) and says why at each branch.  They are
+ * defined after default.c (section "the hooks' decisions"), where the
+ * cache's fields are known, and always inlined, first, as a macro's code
+ * is: as plain static inline functions, inlined later, they made GCC
+ * give rb_gc_impl_new_obj other registers (benchmark/results/fastpath.md
+ * is the check).  klass and flags reach a hook as they reach default.c's
+ * functions: the patch passes GC_HOOK_NEWOBJ_ARGS after the hook's last
+ * argument, so those hooks hand their arguments on as they come
+ * (__VA_ARGS__). */
+#define GC_HOOK_NEWOBJ_PARAMS , VALUE klass, VALUE flags
+#define GC_HOOK_NEWOBJ_ARGS , klass, flags
+struct rb_objspace;
+struct ractor_newobj_cache;
+
+#if SAMPLING_POINT_ON_COUNT
+/* Ruby 4.0: the point is the limit of the cache's allocation count
+ * (patches/4.0, sample_point.h).  The slot handed out at the limit was
+ * popped and counted as any other: the hook takes it as the sample when it
+ * reached the point, and sets the next limit.  Elsewhere, a count added to
+ * the heap moves the limit down by as much, so the same allocation stays
+ * the sample. */
+static NOINLINE(VALUE sampling_take(void *objspace, void *cache, size_t heap_idx, VALUE obj,
+                                    VALUE klass, VALUE flags));
+ALWAYS_INLINE(static VALUE hook_allocated_limit_reached(struct rb_objspace *objspace, struct ractor_newobj_cache *cache,
+                                                        VALUE obj, size_t heap_idx, VALUE klass, VALUE flags));
+ALWAYS_INLINE(static void hook_allocated_flush(struct ractor_newobj_cache *cache, size_t heap_idx));
+#define GC_HOOK_RACTOR_CACHE_FIELDS \
+    size_t sampling_limits[HEAP_COUNT]; \
+    struct sample_point sample_points[HEAP_COUNT]; \
+    uint64_t sampling_epoch;
+/* (a field, read on the fast path: nothing to decide) */
+#define GC_HOOK_ALLOCATED_LIMIT(cache, heap_idx) ((cache)->sampling_limits[heap_idx])
+/* (objspace, cache, obj, heap_idx GC_HOOK_NEWOBJ_ARGS) */
+#define GC_HOOK_ALLOCATED_LIMIT_REACHED(...) hook_allocated_limit_reached(__VA_ARGS__)
+#define GC_HOOK_ALLOCATED_FLUSH(cache, heap_idx) hook_allocated_flush((cache), (heap_idx))
+#else
+static void sampling_set_page(void *cache, size_t heap_idx, size_t free_slots);
+static VALUE sampling_take(void *objspace, void *cache, size_t heap_idx, VALUE klass, VALUE flags);
+static void sampling_cache_clear(void *cache, size_t heap_idx);
+ALWAYS_INLINE(static void hook_cache_set_page(struct ractor_newobj_cache *cache, size_t heap_idx, size_t free_slots));
+ALWAYS_INLINE(static VALUE hook_newobj_cache_miss(struct rb_objspace *objspace, struct ractor_newobj_cache *cache,
+                                                  size_t heap_idx, VALUE klass, VALUE flags));
+ALWAYS_INLINE(static VALUE hook_newobj_cache_miss_unlocked(struct rb_objspace *objspace,
+                                                           struct ractor_newobj_cache *cache, size_t heap_idx,
+                                                           VALUE klass, VALUE flags));
+ALWAYS_INLINE(static void hook_cache_clear(struct ractor_newobj_cache *cache, size_t heap_idx));
 
 /* Per Ractor cache: a sample point per heap, and the start it belongs to. */
 #define GC_HOOK_RACTOR_CACHE_FIELDS \
     struct sample_point sample_points[HEAP_COUNT]; \
     uint64_t sampling_epoch;
-#define GC_HOOK_NEWOBJ_PARAMS , VALUE klass, VALUE flags
-#define GC_HOOK_NEWOBJ_ARGS , klass, flags
 #define GC_HOOK_CACHE_SET_PAGE(objspace, cache, heap_idx, free_slots) \
-    do { if (RB_UNLIKELY(sampling_on)) sampling_set_page((cache), (heap_idx), (free_slots)); } while (0)
-/* Only an empty list with a waiting tail is a sample.  A non-empty list
- * here means either the incremental marking step budget ran out (the
- * allocator retries, refusing again until a marking step resets it), or
- * another Ractor's start/stop/clear rejoined this cache's tail while this
- * one waited for the VM lock: then the slot must come from the list, never
- * from a new page that would overwrite it. */
-#define GC_HOOK_NEWOBJ_CACHE_MISS(objspace, cache, heap_idx) \
-    ((cache)->heap_caches[heap_idx].freelist ? ractor_cache_allocate_slot((objspace), (cache), (heap_idx)) : \
-     RB_UNLIKELY((cache)->sample_points[heap_idx].tail != NULL) \
-        ? sampling_take((objspace), (cache), (heap_idx), klass, flags) : Qfalse)
-/* With a single Ractor the VM lock excludes nothing the GVL does not (it
- * is owned per Ractor, so its threads re-enter it freely): a sample there
- * is taken in newobj_alloc, before the lock and before newobj_cache_miss's
- * frame (its six saved registers), saving both.  A non-empty list is the
- * marking step budget: left to the locked path.  sampling_ractors says
- * whether a second Ractor may run (rb_gc_impl_ractor_cache_alloc below). */
-static bool sampling_ractors;
-#define GC_HOOK_NEWOBJ_CACHE_MISS_UNLOCKED(objspace, cache, heap_idx) \
-    (RB_UNLIKELY((cache)->sample_points[heap_idx].tail != NULL) && !(cache)->heap_caches[heap_idx].freelist && \
-     !sampling_ractors \
-        ? sampling_take_slot((objspace), (cache), (heap_idx), klass, flags) : Qfalse)
-#define GC_HOOK_CACHE_CLEAR(cache, heap_idx) \
-    do { if (RB_UNLIKELY(sampling_on)) sampling_cache_clear((cache), (heap_idx)); } while (0)
+    hook_cache_set_page((cache), (heap_idx), (free_slots))
+/* (objspace, cache, heap_idx GC_HOOK_NEWOBJ_ARGS) */
+#define GC_HOOK_NEWOBJ_CACHE_MISS(...) hook_newobj_cache_miss(__VA_ARGS__)
+/* (objspace, cache, heap_idx GC_HOOK_NEWOBJ_ARGS) */
+#define GC_HOOK_NEWOBJ_CACHE_MISS_UNLOCKED(...) hook_newobj_cache_miss_unlocked(__VA_ARGS__)
+#define GC_HOOK_CACHE_CLEAR(cache, heap_idx) hook_cache_clear((cache), (heap_idx))
+#endif
 #define GC_HOOK_MARK_ROOTS(objspace) sampling_mark_roots(objspace)
 #define GC_HOOK_MARKS_FINISHED(objspace) sampling_marks_finished(objspace)
 #define GC_HOOK_UPDATE_REFERENCES(objspace) sampling_update_references(objspace)
+/* Not a patch's hook: default.c's gc_sweep_finish tells the event hooks
+ * RUBY_INTERNAL_EVENT_GC_END_SWEEP, through shared_object.h's
+ * rb_gc_event_hook, which calls this first. */
+static inline void
+sampling_gc_event(void *objspace, rb_event_flag_t event)
+{
+    /* the end of a sweep finishes its GC's row (a constant compare, folded
+     * away at every other call); any other event is not the sampler's */
+    if (event == RUBY_INTERNAL_EVENT_GC_END_SWEEP) sampling_sweep_finished(objspace);
+}
+#define SAMPLING_GC_EVENT(objspace, event) sampling_gc_event((objspace), (event))
 
 /* ---- the default GC, with the hooks above ---- */
 
@@ -168,6 +220,11 @@ void rb_gc_impl_free_default(void *objspace_ptr, void *ptr, size_t old_size);
 #define rb_gc_impl_free rb_gc_impl_free_default
 #define rb_gc_impl_set_params rb_gc_impl_set_params_default
 #include "gc/default/default.c"
+#if SAMPLING_POINT_ON_COUNT && defined(GC_HOOK_NEWOBJ_CACHE_MISS_UNLOCKED)
+/* (an older patches/4.0, whose hooks cut the free list: this library
+ * would build, and never sample) */
+# error "gc/default/default.c carries an older patches/4.0: apply this tree's (tools/apply-patches)"
+#endif
 #undef rb_gc_impl_malloc
 #undef rb_gc_impl_calloc
 #undef rb_gc_impl_realloc
@@ -181,6 +238,105 @@ void rb_gc_impl_free_default(void *objspace_ptr, void *ptr, size_t old_size);
 STATIC_ASSERT(free_slot_layout, sizeof(struct free_slot) == sizeof(struct sample_point_slot) &&
               offsetof(struct free_slot, next) == offsetof(struct sample_point_slot, next));
 STATIC_ASSERT(heap_count, HEAP_COUNT <= SAMPLER_MAX_HEAPS && HEAP_COUNT <= SAMPLING_RECENT_SLOTS);
+
+/* ---- the hooks' decisions (declared with the hooks above) ---- */
+
+#if SAMPLING_POINT_ON_COUNT
+/* GC_HOOK_ALLOCATED_LIMIT_REACHED: the cache's count on heap_idx reached
+ * its limit and was added to the heap; obj is the slot just popped. */
+static inline VALUE
+hook_allocated_limit_reached(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache, VALUE obj, size_t heap_idx,
+                             VALUE klass, VALUE flags)
+{
+    /* The limit is the next point's or the step's: sampling_take tells
+     * which, records obj if it is the sample, and sets the next limit.  It
+     * hands obj back, never Qfalse: said so, or the compiler would send
+     * the result to the miss branch and keep its arguments in saved
+     * registers on every allocation. */
+    VALUE slot = sampling_take(objspace, cache, heap_idx, obj, klass, flags);
+    if (slot == Qfalse) __builtin_unreachable();
+    return slot;
+}
+
+/* GC_HOOK_ALLOCATED_FLUSH: the count is about to be added to the heap
+ * elsewhere (GC.stat, the sweep start, a Ractor's exit) and to go back to
+ * zero.  Unconditional: the limit moves down by the count, so the same
+ * allocation stays the sample (or the step, while sampling is off). */
+static inline void
+hook_allocated_flush(rb_ractor_newobj_cache_t *cache, size_t heap_idx)
+{
+    cache->sampling_limits[heap_idx] -= cache->heap_caches[heap_idx].allocated_objects_count;
+}
+#else
+/* GC_HOOK_CACHE_SET_PAGE: the cache took a page's list of free_slots. */
+static inline void
+hook_cache_set_page(rb_ractor_newobj_cache_t *cache, size_t heap_idx, size_t free_slots)
+{
+    /* sampling: the list gets its point (it may fall on a later page) */
+    if (RB_UNLIKELY(sampling_on)) sampling_set_page(cache, heap_idx, free_slots);
+    /* otherwise the list is left whole, as default.c's */
+}
+
+/* GC_HOOK_NEWOBJ_CACHE_MISS: the cache's list on heap_idx was found empty
+ * and the VM lock is held (newobj_cache_miss, first under the lock and
+ * again after a new page).  Qfalse: not a sample, default.c goes on. */
+static inline VALUE
+hook_newobj_cache_miss(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache, size_t heap_idx,
+                       VALUE klass, VALUE flags)
+{
+    /* A list again: either the incremental marking step budget ran out
+     * (the allocator retries, refusing again until a marking step resets
+     * it), or another Ractor's start/stop/clear rejoined this cache's tail
+     * while this one waited for the VM lock.  The slot must come from the
+     * list, never from a new page that would overwrite it. */
+    if (cache->heap_caches[heap_idx].freelist) return ractor_cache_allocate_slot(objspace, cache, heap_idx);
+    /* an empty list with a waiting tail: the list was cut here, a sample */
+    if (RB_UNLIKELY(cache->sample_points[heap_idx].tail != NULL)) {
+        return sampling_take(objspace, cache, heap_idx, klass, flags);
+    }
+    /* an empty list and no tail: the page is used up, a new one follows */
+    return Qfalse;
+}
+
+/* GC_HOOK_NEWOBJ_CACHE_MISS_UNLOCKED: the same question in newobj_alloc,
+ * before newobj_cache_miss sets up its frame (its six saved registers)
+ * and takes the VM lock.  Qfalse: asked again, under the lock. */
+static inline VALUE
+hook_newobj_cache_miss_unlocked(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache, size_t heap_idx,
+                                VALUE klass, VALUE flags)
+{
+    /* no waiting tail: a new page, newobj_cache_miss's work */
+    if (RB_LIKELY(cache->sample_points[heap_idx].tail == NULL)) return Qfalse;
+    /* a list: the marking step budget ran out, left to the locked path */
+    if (cache->heap_caches[heap_idx].freelist) return Qfalse;
+    /* a second Ractor may run: the sample takes the VM lock, in
+     * newobj_cache_miss */
+    if (sampling_ractors) return Qfalse;
+    /* A sample with a single Ractor: the VM lock excludes nothing the GVL
+     * does not (it is owned per Ractor, so its threads re-enter it
+     * freely).  sampling_take always gives a slot (said so: newobj_alloc
+     * then returns it at once, never entering newobj_cache_miss). */
+    VALUE obj = sampling_take(objspace, cache, heap_idx, klass, flags);
+    if (obj == Qfalse) __builtin_unreachable();
+    return obj;
+}
+
+/* GC_HOOK_CACHE_CLEAR: the cache is about to give its list on heap_idx
+ * back (the sweep start, a Ractor's exit). */
+static inline void
+hook_cache_clear(rb_ractor_newobj_cache_t *cache, size_t heap_idx)
+{
+    /* sampling: the tail is rejoined and what was not allocated credited
+     * back, so the heap gets its whole list */
+    if (RB_UNLIKELY(sampling_on)) sampling_cache_clear(cache, heap_idx);
+    /* otherwise no list was cut */
+}
+#endif
+
+#if SAMPLING_POINT_ON_COUNT
+static void cache_place(rb_ractor_newobj_cache_t *cache);
+static void cache_unplace(rb_ractor_newobj_cache_t *cache);
+#endif
 
 /* GC.config[:implementation] and RUBY_DESCRIPTION read this name. */
 const char *
@@ -200,35 +356,40 @@ rb_gc_impl_ractor_cache_alloc(void *objspace_ptr, void *ractor)
 {
     rb_objspace_t *objspace = objspace_ptr;
     if (!sampling_ractors && objspace->live_ractor_cache_count > 0) sampling_ractors = true;
-    return rb_gc_impl_ractor_cache_alloc_default(objspace_ptr, ractor);
+    rb_ractor_newobj_cache_t *cache = rb_gc_impl_ractor_cache_alloc_default(objspace_ptr, ractor);
+#if SAMPLING_POINT_ON_COUNT
+    /* (calloc'd: a limit of 0 would send every allocation to the hook) */
+    if (sampling_on) cache_place(cache);
+    else cache_unplace(cache);
+#endif
+    return cache;
 }
 
+/* The collector's part of the library's entry points, which api.c
+ * defines (sampler.h). */
 static void sampler_after_fork(rb_objspace_t *objspace);
 
 void
-rb_gc_impl_after_fork(void *objspace_ptr, rb_pid_t pid)
+sampler_gc_after_fork(void *objspace_ptr, rb_pid_t pid)
 {
     rb_gc_impl_after_fork_default(objspace_ptr, pid);
     if (pid == 0) sampler_after_fork(objspace_ptr);
 }
 
-/* Called once the VM can run threads (ruby_gc_set_params, from
- * process_options): RUBY_GC_SAMPLING's every= starts its writer here. */
 void
-rb_gc_impl_set_params(void *objspace_ptr)
+sampler_gc_set_params(void *objspace_ptr)
 {
     rb_gc_impl_set_params_default(objspace_ptr);
-    sampling_api_booted();
+    sampling_frames_init();
 }
 
 static void sampler_init(void);
 
 void
-rb_gc_impl_init(void)
+sampler_gc_init(void)
 {
     rb_gc_impl_init_default();
     sampler_init();
-    sampling_api_init();
 }
 
 /* ---- the sampler's state ---- */
@@ -239,18 +400,21 @@ static struct {
     struct sampling_records records;
     uint64_t epoch;                         /* bumped by every start and clear */
     struct sampling_frame *scratch;         /* params.depth + 1 frames, for capture */
-    /* per heap, since start or clear */
-    size_t base_allocated[HEAP_COUNT];      /* total_allocated_objects at start */
-    size_t moved[HEAP_COUNT];               /* compaction moves (counted as allocations by default.c) */
-    uint64_t moved_bytes;                   /* the same since boot, in slot bytes: the allocation clock's */
-    size_t allocated_at_marks[HEAP_COUNT];  /* total_allocated_objects when marking ended */
-    size_t stopped_allocated[HEAP_COUNT];   /* objects allocated while enabled, frozen at stop */
-    uint64_t samples[HEAP_COUNT];
-    uint64_t points[HEAP_COUNT];
-    double poisson_weight[HEAP_COUNT];      /* sampling_weight of a slot, set at start */
+    struct sampler_heap {                   /* per heap, since start or clear */
+        /* (the sample's fields first: they share a line) */
+        uint64_t samples;
+        uint64_t points;
+        double poisson_weight;              /* sampling_weight of a slot, set at start */
+        size_t base_allocated;              /* total_allocated_objects at start */
+        size_t moved;                       /* compaction moves (counted as allocations by default.c) */
+        size_t allocated_at_marks;          /* total_allocated_objects when marking ended */
+        size_t stopped_allocated;           /* objects allocated while enabled, frozen at stop */
+    } per_heap[HEAP_COUNT];
+    uint64_t moved_bytes;                   /* compaction moves since boot, in slot bytes: the allocation clock's */
     int readers;
     bool readers_disabled_gc;
     struct sampling_timeline timeline;      /* a row per GC, and the peak (timeline.h) */
+    bool row_waits;                         /* its sweep is over, frees queued during a read are not */
 } sampler;
 
 static inline size_t slot_bytes(size_t heap_idx);
@@ -291,6 +455,111 @@ static inline struct sampling_now
 sampler_now(rb_objspace_t *objspace, size_t gc_count)
 {
     return (struct sampling_now){ gc_count, clock_now(objspace, NULL) };
+}
+
+/* ---- readers: what they allocate is not recorded ---- */
+
+/* The execution contexts (a thread's running fiber) inside a reader now
+ * (sampler.h, sampler_reader_enter), with how deep.  A sample of an
+ * allocation one of them makes is counted (the heap's samples and
+ * points, stats[:reader_samples]) but not recorded: no record, no site,
+ * no site totals, so the profiler's own objects never show in what it
+ * reads, and never hold records in its table.  Keyed by fiber, not by
+ * native thread: another fiber of the reading thread (a fiber scheduler
+ * switching on an IO a report writes), another thread (report.rb runs
+ * Ruby code, which switches threads) and another Ractor are recorded as
+ * usual.  Changed under the VM lock; read on the sampling path, which
+ * holds the VM lock or (one Ractor) the GVL; only the count when no
+ * reader runs.  Beyond SAMPLER_READERS readers at once, the extra ones'
+ * allocations are recorded. */
+#define SAMPLER_READERS 16
+static struct {
+    const void *ec;
+    unsigned int depth;
+} sampler_readers[SAMPLER_READERS];
+static unsigned int sampler_nreaders;
+static uint64_t sampler_reader_samples;
+
+static inline bool
+sampler_reader_p(const void *ec)
+{
+    for (unsigned int i = 0; i < sampler_nreaders; i++) if (sampler_readers[i].ec == ec) return true;
+    return false;
+}
+
+/* Whether the running fiber is inside a reader (the check on the
+ * sampling path: a load and a branch while no reader runs). */
+static inline bool
+sampler_reading_here(void)
+{
+    return RB_UNLIKELY(__atomic_load_n(&sampler_nreaders, __ATOMIC_RELAXED) != 0) &&
+           sampler_reader_p(sampling_frames_ec());
+}
+
+void
+sampler_reader_enter(void)
+{
+    const void *ec = sampling_frames_ec();
+    if (!ec) return;
+    unsigned int lev = RB_GC_VM_LOCK();
+    unsigned int i = 0;
+    while (i < sampler_nreaders && sampler_readers[i].ec != ec) i++;
+    if (i < sampler_nreaders) sampler_readers[i].depth++;
+    else if (i < SAMPLER_READERS) {
+        sampler_readers[i].ec = ec;
+        sampler_readers[i].depth = 1;
+        __atomic_store_n(&sampler_nreaders, i + 1, __ATOMIC_RELAXED);
+    }
+    RB_GC_VM_UNLOCK(lev);
+}
+
+void
+sampler_reader_leave(void)
+{
+    const void *ec = sampling_frames_ec();
+    if (!ec) return;
+    unsigned int lev = RB_GC_VM_LOCK();
+    for (unsigned int i = 0; i < sampler_nreaders; i++) {
+        if (sampler_readers[i].ec != ec) continue;
+        if (--sampler_readers[i].depth == 0) {
+            sampler_readers[i] = sampler_readers[sampler_nreaders - 1];
+            __atomic_store_n(&sampler_nreaders, sampler_nreaders - 1, __ATOMIC_RELAXED);
+        }
+        break;
+    }
+    RB_GC_VM_UNLOCK(lev);
+}
+
+unsigned int
+sampler_reader_pause(void)
+{
+    const void *ec = sampling_frames_ec();
+    unsigned int depth = 0;
+    if (!ec) return 0;
+    unsigned int lev = RB_GC_VM_LOCK();
+    for (unsigned int i = 0; i < sampler_nreaders; i++) {
+        if (sampler_readers[i].ec != ec) continue;
+        depth = sampler_readers[i].depth;
+        sampler_readers[i] = sampler_readers[sampler_nreaders - 1];
+        __atomic_store_n(&sampler_nreaders, sampler_nreaders - 1, __ATOMIC_RELAXED);
+        break;
+    }
+    RB_GC_VM_UNLOCK(lev);
+    return depth;
+}
+
+void
+sampler_reader_resume(unsigned int depth)
+{
+    const void *ec = sampling_frames_ec();
+    if (!ec || !depth) return;
+    unsigned int lev = RB_GC_VM_LOCK();
+    if (sampler_nreaders < SAMPLER_READERS) {
+        sampler_readers[sampler_nreaders].ec = ec;
+        sampler_readers[sampler_nreaders].depth = depth;
+        __atomic_store_n(&sampler_nreaders, sampler_nreaders + 1, __ATOMIC_RELAXED);
+    }
+    RB_GC_VM_UNLOCK(lev);
 }
 
 /* malloc'd bytes: the wrapped rb_gc_impl_malloc, _calloc, _realloc, _free */
@@ -341,12 +610,6 @@ clock_bytes_all(rb_objspace_t *objspace)
     return clock_bytes(totals);
 }
 
-static inline sample_point_list *
-cache_list(rb_ractor_newobj_cache_t *cache, size_t heap_idx)
-{
-    return (sample_point_list *)&cache->heap_caches[heap_idx].freelist;
-}
-
 static inline size_t
 slot_bytes(size_t heap_idx)
 {
@@ -366,6 +629,13 @@ cache_sync(rb_ractor_newobj_cache_t *cache)
     cache->sampling_epoch = sampler.epoch;
 }
 
+#if !SAMPLING_POINT_ON_COUNT
+static inline sample_point_list *
+cache_list(rb_ractor_newobj_cache_t *cache, size_t heap_idx)
+{
+    return (sample_point_list *)&cache->heap_caches[heap_idx].freelist;
+}
+
 static void
 sampling_set_page(void *c, size_t heap_idx, size_t free_slots)
 {
@@ -383,6 +653,7 @@ sampling_cache_clear(void *c, size_t heap_idx)
     if (cache->sampling_epoch != sampler.epoch) return;
     sample_point_rejoin(&cache->sample_points[heap_idx], cache_list(cache, heap_idx), slot_bytes(heap_idx));
 }
+#endif
 
 /* Records a sample of obj (allocated, not yet initialised: klass and flags
  * are what newobj_init will write). */
@@ -391,8 +662,13 @@ sampling_record(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache, VALUE 
                 size_t heap_idx, uint64_t points)
 {
     size_t size = slot_bytes(heap_idx);
-    sampler.samples[heap_idx]++;
-    sampler.points[heap_idx] += points;
+    struct sampler_heap *h = &sampler.per_heap[heap_idx];
+    h->samples++;
+    h->points += points;
+    if (sampler_reading_here()) {
+        __atomic_fetch_add(&sampler_reader_samples, 1, __ATOMIC_RELAXED);
+        return;
+    }
 
     uint16_t type = (uint16_t)(flags & RUBY_T_MASK);
     /* this heap's last sites: the stack is often one of theirs */
@@ -400,38 +676,20 @@ sampling_record(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache, VALUE 
     SAMPLING_PHASE_START(t0);
     struct sampling_capture capture = sampling_frames_capture(sampler.scratch, sampler.params.depth,
                                                               sampling_sites_recent(&sampler.records.sites, (uint8_t)heap_idx),
-                                                              &ec);
+                                                              &ec, type);
     SAMPLING_PHASE_END(SAMPLING_PHASE_CAPTURE, t0);
     SAMPLING_PHASE_START(t1);
     struct sampling_sample_in in;
     in.obj = obj;
-    /* the class word of an imemo holds internal data, not a class */
-    in.site.klass = type == T_IMEMO ? 0 : klass;
-    in.site.frames = sampler.scratch;
-    in.site.hash = capture.hash;
-    in.site.nframes = capture.nframes;
-    in.site.truncated = capture.truncated;
-    in.site.kind.type = type;
-    in.site.kind.imemo_type = type == T_IMEMO ? (uint8_t)((flags >> FL_USHIFT) & 0x0f) : 0; /* IMEMO_MASK, internal/imemo.h */
-    in.site.kind.origin = capture.origin;
-    in.site.labels = sampling_labels_current(ec);
-    in.site.recent = (uint8_t)heap_idx;
-    in.site.cfps = capture.cfps;
-    in.site.site = NULL;
-    const struct sampling_stack *same = capture.same;
-    if (same) {
-        /* a recent site's stack: that site, if the rest of the key is too */
-        if (sampling_site_rest_equal(same, &in.site)) {
-            in.site.site = (struct sampling_stack *)same;
-            in.site.frames = same->frames;
-        }
-        else {
-            memcpy(sampler.scratch, same->frames, same->nframes * sizeof(*same->frames));
-        }
-    }
+    /* the class word of an imemo holds internal data, not a class; its
+     * kind is in flags (IMEMO_MASK, internal/imemo.h) */
+    bool imemo = type == T_IMEMO;
+    sampling_frames_site_key(&in.site, sampler.scratch, &capture, imemo ? 0 : klass, type,
+                             imemo ? (uint8_t)((flags >> FL_USHIFT) & 0x0f) : 0, sampling_labels_current(ec),
+                             (uint8_t)heap_idx);
     GC_ASSERT(in.site.hash == sampling_stack_hash(in.site.frames, in.site.nframes, in.site.truncated));
     in.sample.weight = sampler.config.mode == SAMPLING_MODE_FIXED ? (double)points * (double)sampler.config.interval
-                                                                  : sampler.poisson_weight[heap_idx];
+                                                                  : h->poisson_weight;
     in.sample.allocated_gc = objspace->profile.count;
     in.sample.allocated_bytes = clock_now(objspace, cache);
     in.sample.size = (uint32_t)size;
@@ -440,6 +698,7 @@ sampling_record(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache, VALUE 
     SAMPLING_PHASE_END(SAMPLING_PHASE_RECORD, t1);
 }
 
+#if !SAMPLING_POINT_ON_COUNT
 __attribute__((flatten)) static VALUE
 sampling_take(void *objspace_ptr, void *c, size_t heap_idx, VALUE klass, VALUE flags)
 {
@@ -456,7 +715,6 @@ sampling_take(void *objspace_ptr, void *c, size_t heap_idx, VALUE klass, VALUE f
     rb_asan_unpoison_object(obj, true);
 #endif
     if (is_incremental_marking(objspace)) cache->incremental_mark_step_allocated_slots++;
-    SAMPLING_COUNT_SAMPLED_SLOT(objspace, cache, heap_idx);
 #if RGENGC_CHECK_MODE
     MEMZERO((char *)obj, char, heap_slot_size(heap_idx));
 #endif
@@ -467,6 +725,73 @@ sampling_take(void *objspace_ptr, void *c, size_t heap_idx, VALUE klass, VALUE f
     SAMPLING_PHASE_END(SAMPLING_PHASE_CLOCK, t1);
     return obj;
 }
+#else
+/* The count's limit on heap heap_idx from the cache's count now: the next
+ * point's, or the step's if that comes first. */
+static inline void
+count_place(rb_ractor_newobj_cache_t *cache, size_t heap_idx)
+{
+    cache->sampling_limits[heap_idx] = sample_point_limit(&cache->sample_points[heap_idx],
+                                                          cache->heap_caches[heap_idx].allocated_objects_count,
+                                                          ALLOCATED_COUNT_STEP, slot_bytes(heap_idx));
+}
+
+/* Points in every heap's count (VM lock held, or a cache no other Ractor
+ * sees yet). */
+static void
+cache_place(rb_ractor_newobj_cache_t *cache)
+{
+    cache_sync(cache);
+    for (size_t i = 0; i < HEAP_COUNT; i++) count_place(cache, i);
+}
+
+/* Sampling off: every limit back to the step, as default.c's constant. */
+static void
+cache_unplace(rb_ractor_newobj_cache_t *cache)
+{
+    for (size_t i = 0; i < HEAP_COUNT; i++) cache->sampling_limits[i] = ALLOCATED_COUNT_STEP;
+}
+
+/* GC_HOOK_ALLOCATED_LIMIT_REACHED: obj was popped and counted, and the
+ * count added to the heap (it is 0 now).  A sample if obj reached the
+ * point: its record is made before newobj_init writes klass and flags, as
+ * on the cache miss of 3.4.  The cache's point is its own Ractor's (start,
+ * stop and GC change it at a barrier, which this Ractor has not joined):
+ * only the draws from the shared generator and the record need the lock,
+ * and it is taken without joining a barrier, because obj is not yet an
+ * object: a GC while this Ractor waited would sweep its slot as free. */
+__attribute__((flatten)) static VALUE
+sampling_take(void *objspace_ptr, void *c, size_t heap_idx, VALUE obj, VALUE klass, VALUE flags)
+{
+    rb_objspace_t *objspace = objspace_ptr;
+    rb_ractor_newobj_cache_t *cache = c;
+    if (!sampling_on) {
+        cache->sampling_limits[heap_idx] = ALLOCATED_COUNT_STEP;
+        return obj;
+    }
+    if (RB_LIKELY(cache->sampling_epoch == sampler.epoch && cache->sample_points[heap_idx].countdown > 0)) {
+        count_place(cache, heap_idx);   /* the step, not a point */
+        return obj;
+    }
+    SAMPLING_PHASE_START(t0);
+    unsigned int lev = 0;
+    if (sampling_ractors) lev = RB_GC_VM_LOCK_NO_BARRIER();
+    uint64_t points = 0;
+    if (cache->sampling_epoch == sampler.epoch) {
+        points = sample_point_reached(&cache->sample_points[heap_idx], &sampler.config);
+    }
+    else {
+        cache_sync(cache);  /* (a cache made while a start ran: not seen) */
+    }
+    count_place(cache, heap_idx);
+    if (points) sampling_record(objspace, cache, obj, klass, flags, heap_idx, points);
+    if (sampling_ractors) RB_GC_VM_UNLOCK_NO_BARRIER(lev);
+    SAMPLING_PHASE_END(SAMPLING_PHASE_TAKE, t0);
+    SAMPLING_PHASE_START(t1);
+    SAMPLING_PHASE_END(SAMPLING_PHASE_CLOCK, t1);
+    return obj;
+}
+#endif
 
 
 /* For sampled objects and for the references sites hold (classes, iseqs,
@@ -480,13 +805,16 @@ sampling_liveness(uintptr_t obj, void *data)
     return RVALUE_OLD_P(objspace, (VALUE)obj) ? 2 : 1;
 }
 
-/* With --enable-checks, every invariant of records.h after each change
- * the collector makes (O(records) a GC: checks only). */
+/* With --enable-checks, every invariant of records.h (with sites.h's
+ * and refset.h's), malloc.c's table and timeline.h after each change the
+ * collector makes (O(records) a GC: checks only). */
 static inline void
 records_verify(const char *when)
 {
 #ifdef SAMPLING_CHECKS
     const char *err = sampling_records_verify(&sampler.records);
+    if (!err) err = malloc_verify();
+    if (!err) err = sampling_timeline_verify(&sampler.timeline, &sampler.records);
     if (err) rb_bug("sampling: records after %s: %s", when, err);
 #endif
 }
@@ -504,13 +832,16 @@ sampling_marks_finished(void *objspace_ptr)
     rb_objspace_t *objspace = objspace_ptr;
     SAMPLING_PHASE_START(t0);
     malloc_drain(objspace->profile.count);
-    allocated_totals(objspace, sampler.allocated_at_marks);
-    struct sampling_now now = { objspace->profile.count, clock_bytes(sampler.allocated_at_marks) };
+    size_t totals[HEAP_COUNT];
+    allocated_totals(objspace, totals);
+    for (size_t i = 0; i < HEAP_COUNT; i++) sampler.per_heap[i].allocated_at_marks = totals[i];
+    struct sampling_now now = { objspace->profile.count, clock_bytes(totals) };
     if (sampler.records.nlive) {
         sampling_records_check_liveness(&sampler.records, sampling_liveness, objspace, now, is_full_marking(objspace));
     }
-    /* the live estimate of this GC, and the peak: O(1) (timeline.h) */
-    if (sampling_on) sampling_timeline_gc(&sampler.timeline, &sampler.records, now, is_full_marking(objspace));
+    /* this GC's row, finished when its sweep ends (timeline.h) */
+    sampler.row_waits = false;
+    if (sampling_on) sampling_timeline_marked(&sampler.timeline, &sampler.records, now, is_full_marking(objspace));
     /* Classes and code that die now: their sites are named while they can
      * still be read (nothing is swept before this returns). */
     if (sampler.records.sites.refs.size) {
@@ -519,6 +850,40 @@ sampling_marks_finished(void *objspace_ptr)
     }
     records_verify("marking");
     SAMPLING_PHASE_END(SAMPLING_PHASE_MARKS, t0);
+}
+
+/* The row of a GC whose sweep is over: the live estimate without the
+ * blocks the sweep freed (timeline.h).  Frees other threads queued
+ * count first; while a read or a quiet scope is on they stay queued, and
+ * so does the row (row_waits), until the read ends or the next marking. */
+static void
+sampling_row_finish(rb_objspace_t *objspace)
+{
+    malloc_drain(objspace->profile.count);
+    if (sampler.records.reading && __atomic_load_n(&malloc_nevents, __ATOMIC_RELAXED)) {
+        sampler.row_waits = true;
+        return;
+    }
+    sampler.row_waits = false;
+    sampling_timeline_swept(&sampler.timeline, &sampler.records);
+    records_verify("sweep");
+}
+
+static void
+sampling_sweep_finished(void *objspace_ptr)
+{
+    if (sampler.timeline.pending) sampling_row_finish(objspace_ptr);
+}
+
+/* A reader sees every GC's row: a sweep still under way is finished
+ * first (as ObjectSpace.each_object would), and a row waiting for a read
+ * to end is finished when no read is on.  (VM lock held.) */
+static void
+sampler_rows_settle(rb_objspace_t *objspace)
+{
+    if (!sampler.timeline.pending) return;
+    if (is_lazy_sweeping(objspace)) gc_rest(objspace);
+    else if (sampler.row_waits && !sampler.records.reading) sampling_row_finish(objspace);
 }
 
 static void
@@ -545,9 +910,10 @@ sampling_update_references(void *objspace_ptr)
     size_t totals[HEAP_COUNT];
     allocated_totals(objspace, totals);
     for (size_t i = 0; i < HEAP_COUNT; i++) {
-        sampler.moved[i] += totals[i] - sampler.allocated_at_marks[i];
-        sampler.moved_bytes += (uint64_t)(totals[i] - sampler.allocated_at_marks[i]) * slot_bytes(i);
-        sampler.allocated_at_marks[i] = totals[i];
+        struct sampler_heap *h = &sampler.per_heap[i];
+        h->moved += totals[i] - h->allocated_at_marks;
+        sampler.moved_bytes += (uint64_t)(totals[i] - h->allocated_at_marks) * slot_bytes(i);
+        h->allocated_at_marks = totals[i];
     }
     sampling_records_update_references(&sampler.records, sampling_location, objspace);
     records_verify("compaction");
@@ -559,21 +925,29 @@ static void
 cache_place_i(void *c, void *data)
 {
     rb_ractor_newobj_cache_t *cache = c;
+#if SAMPLING_POINT_ON_COUNT
+    cache_place(cache);
+#else
     cache_sync(cache);
     for (size_t i = 0; i < HEAP_COUNT; i++) {
         sample_point_list *list = cache_list(cache, i);
         if (*list) sample_point_place(&cache->sample_points[i], list, sample_point_list_length(*list), slot_bytes(i));
     }
+#endif
 }
 
 static void
 cache_rejoin_i(void *c, void *data)
 {
     rb_ractor_newobj_cache_t *cache = c;
+#if SAMPLING_POINT_ON_COUNT
+    cache_unplace(cache);
+#else
     if (cache->sampling_epoch != sampler.epoch) return;
     for (size_t i = 0; i < HEAP_COUNT; i++) {
         sample_point_rejoin(&cache->sample_points[i], cache_list(cache, i), slot_bytes(i));
     }
+#endif
 }
 
 /* Every counter in stats counts "since start or clear". */
@@ -582,15 +956,17 @@ counters_reset(rb_objspace_t *objspace)
 {
     sampler.records.dropped = 0;
     sampler.records.evicted = 0;
+    __atomic_store_n(&sampler_reader_samples, 0, __ATOMIC_RELAXED);
     size_t totals[HEAP_COUNT];
     allocated_totals(objspace, totals);
     for (size_t i = 0; i < HEAP_COUNT; i++) {
-        sampler.base_allocated[i] = totals[i];
-        sampler.allocated_at_marks[i] = totals[i];
-        sampler.moved[i] = 0;
-        sampler.stopped_allocated[i] = 0;
-        sampler.samples[i] = 0;
-        sampler.points[i] = 0;
+        struct sampler_heap *h = &sampler.per_heap[i];
+        h->base_allocated = totals[i];
+        h->allocated_at_marks = totals[i];
+        h->moved = 0;
+        h->stopped_allocated = 0;
+        h->samples = 0;
+        h->points = 0;
     }
     malloc_counters_reset();
 }
@@ -600,11 +976,11 @@ static void
 heaps_allocated_objects(rb_objspace_t *objspace, size_t out[HEAP_COUNT])
 {
     if (!sampling_on) {
-        memcpy(out, sampler.stopped_allocated, sizeof(sampler.stopped_allocated));
+        for (size_t i = 0; i < HEAP_COUNT; i++) out[i] = sampler.per_heap[i].stopped_allocated;
         return;
     }
     allocated_totals(objspace, out);
-    for (size_t i = 0; i < HEAP_COUNT; i++) out[i] -= sampler.base_allocated[i] + sampler.moved[i];
+    for (size_t i = 0; i < HEAP_COUNT; i++) out[i] -= sampler.per_heap[i].base_allocated + sampler.per_heap[i].moved;
 }
 
 /* Points go into every list the caches hold now: counting is exact from
@@ -624,7 +1000,9 @@ static void
 end_counting(rb_objspace_t *objspace)
 {
     rb_gc_ractor_newobj_cache_foreach(cache_rejoin_i, NULL);
-    heaps_allocated_objects(objspace, sampler.stopped_allocated);
+    size_t allocated[HEAP_COUNT];
+    heaps_allocated_objects(objspace, allocated);
+    for (size_t i = 0; i < HEAP_COUNT; i++) sampler.per_heap[i].stopped_allocated = allocated[i];
     sampling_on = false;
     malloc_stop();
 }
@@ -639,7 +1017,9 @@ sampler_after_fork(rb_objspace_t *objspace)
     malloc_drain(objspace->profile.count);  /* (see sampler_start) */
     sampling_records_forget_peak(&sampler.records);
     sampling_records_after_fork(&sampler.records);
+    sampling_records_close_window(&sampler.records);
     sampling_timeline_clear(&sampler.timeline);
+    sampler.row_waits = false;
     if (sampling_on) {
         end_counting(objspace);
         begin_counting(objspace);
@@ -647,6 +1027,7 @@ sampler_after_fork(rb_objspace_t *objspace)
     else {
         counters_reset(objspace);
     }
+    records_verify("fork");
 }
 
 static uint64_t
@@ -654,7 +1035,7 @@ random_seed(void)
 {
     uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&seed;
     struct timespec ts;
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) == 0) seed ^= (uint64_t)ts.tv_nsec * UINT64_C(0x9e3779b97f4a7c15);
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) == 0) seed ^= (uint64_t)ts.tv_nsec * PROBE_GOLDEN;
     return seed;
 }
 
@@ -683,11 +1064,12 @@ sampler_start(const struct sampling_params *params)
         sampling_rng_seed(&sampler.config.rng, seed);
         malloc_start(params, seed);
         for (size_t i = 0; i < HEAP_COUNT; i++) {
-            sampler.poisson_weight[i] = sampling_weight(SAMPLING_MODE_POISSON, params->interval, slot_bytes(i), 1);
+            sampler.per_heap[i].poisson_weight = sampling_weight(SAMPLING_MODE_POISSON, params->interval, slot_bytes(i), 1);
         }
         sampling_records_set_max(&sampler.records, params->max_samples);
         sampling_records_reserve(&sampler.records);    /* else the tables grow as they fill */
         begin_counting(objspace);
+        records_verify("start");
     }
     RB_GC_VM_UNLOCK(lev);
 }
@@ -717,6 +1099,7 @@ sampler_clear(void)
         malloc_drain(objspace->profile.count);  /* (see sampler_start) */
         sampling_records_clear(&sampler.records);
         sampling_timeline_clear(&sampler.timeline);
+        sampler.row_waits = false;
         if (sampling_on) {
             sampling_records_reserve(&sampler.records);
             end_counting(objspace);
@@ -725,6 +1108,7 @@ sampler_clear(void)
         else {
             counters_reset(objspace);
         }
+        records_verify("clear");
     }
     RB_GC_VM_UNLOCK(lev);
 }
@@ -747,6 +1131,7 @@ sampler_get_stats(struct sampler_stats *stats)
     rb_objspace_t *objspace = rb_gc_get_objspace();
     unsigned int lev = RB_GC_VM_LOCK();
     {
+        sampler_rows_settle(objspace);     /* (the peak) */
         malloc_drain(objspace->profile.count);
         memset(stats, 0, sizeof(*stats));
         stats->enabled = sampling_on;
@@ -768,8 +1153,8 @@ sampler_get_stats(struct sampler_stats *stats)
             struct sampler_heap_stats *h = &stats->per_heap[i];
             h->slot_size = slot_bytes(i);
             h->allocated_bytes = (uint64_t)allocated[i] * h->slot_size;
-            h->samples = sampler.samples[i];
-            h->points = sampler.points[i];
+            h->samples = sampler.per_heap[i].samples;
+            h->points = sampler.per_heap[i].points;
             stats->samples += h->samples;
             stats->allocated_bytes += h->allocated_bytes;
         }
@@ -783,8 +1168,33 @@ sampler_get_stats(struct sampler_stats *stats)
         stats->peak_live = sampling_row_live(&peak->at);
         stats->peak_lost = sampler.records.peak.lost;
         stats->timeline_rows = sampler.timeline.n;
+        stats->reader_samples = __atomic_load_n(&sampler_reader_samples, __ATOMIC_RELAXED);
     }
     RB_GC_VM_UNLOCK(lev);
+}
+
+const char *const sampler_memory_names[SAMPLER_MEMORY_PARTS] = {
+    "records", "sites", "label_sets", "timeline", "malloc_table", "addresses", "scratch",
+};
+
+size_t
+sampler_memory(size_t parts[SAMPLER_MEMORY_PARTS])
+{
+    unsigned int lev = RB_GC_VM_LOCK();
+    {
+        parts[SAMPLER_MEMORY_RECORDS] = sampling_records_memsize(&sampler.records);
+        parts[SAMPLER_MEMORY_SITES] = sampling_sites_memsize(&sampler.records.sites);
+        parts[SAMPLER_MEMORY_LABEL_SETS] = sampling_labels_bytes();
+        parts[SAMPLER_MEMORY_TIMELINE] = sampling_timeline_memsize(&sampler.timeline);
+        parts[SAMPLER_MEMORY_MALLOC_TABLE] = malloc_memsize();
+        /* (named only inside a read, under this lock: addresses.h) */
+        parts[SAMPLER_MEMORY_ADDRESSES] = sampling_addresses_memsize(sampling_addresses_process());
+        parts[SAMPLER_MEMORY_SCRATCH] = sampler.scratch ? (sampler.params.depth + 1) * sizeof(*sampler.scratch) : 0;
+    }
+    RB_GC_VM_UNLOCK(lev);
+    size_t total = 0;
+    for (int i = 0; i < SAMPLER_MEMORY_PARTS; i++) total += parts[i];
+    return total;
 }
 
 const struct sampling_timeline *
@@ -813,12 +1223,15 @@ uint64_t
 sampler_read_begin(unsigned int *lev)
 {
     *lev = RB_GC_VM_LOCK();
-    malloc_drain(rb_gc_count());
-    sampler.records.reading++;
     if (sampler.readers++ == 0) {
-        /* finishes any GC in progress, then keeps GC off while reading */
+        /* finishes any GC in progress (its sweep's frees end records,
+         * applied at once: no read is on yet), then keeps GC off while
+         * reading */
         sampler.readers_disabled_gc = !RTEST(rb_gc_disable());
     }
+    sampler_rows_settle(rb_gc_get_objspace());
+    malloc_drain(rb_gc_count());
+    sampler.records.reading++;
     return sampler.records.next_seq;
 }
 
@@ -827,6 +1240,7 @@ sampler_read_end(unsigned int lev)
 {
     sampler.records.reading--;
     if (--sampler.readers == 0 && sampler.readers_disabled_gc) rb_gc_enable();
+    if (sampler.row_waits && !sampler.records.reading) sampling_row_finish(rb_gc_get_objspace());
     RB_GC_VM_UNLOCK(lev);
 }
 
@@ -836,6 +1250,7 @@ sampler_quiet(bool on)
     unsigned int lev = RB_GC_VM_LOCK();
     if (on) sampler.records.reading++;
     else sampler.records.reading--;
+    if (sampler.row_waits && !sampler.records.reading) sampling_row_finish(rb_gc_get_objspace());
     RB_GC_VM_UNLOCK(lev);
 }
 
@@ -892,4 +1307,5 @@ sampler_object_visible(VALUE obj)
 
 /* the retention walk's view of the heap */
 #include "retention.h"
+#include "retention_names.h"
 #include "retention_walk.c"

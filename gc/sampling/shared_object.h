@@ -61,9 +61,11 @@ SAMPLING_NOPLT void rb_gc_event_hook(VALUE obj, rb_event_flag_t event);
 
 /* default.c calls it where `objspace` (rb_objspace_t *) is in scope; a
  * function-like macro does not expand itself, so the call inside is the
- * real one. */
+ * real one.  SAMPLING_GC_EVENT(objspace, event), defined by the includer,
+ * sees every event first (sampling.c: the end of a sweep). */
 #define rb_gc_event_hook(obj, event) \
-    (((event) & ~RUBY_INTERNAL_EVENT_OBJSPACE_MASK) || RB_UNLIKELY((objspace)->hook_events & (event)) \
+    (SAMPLING_GC_EVENT((objspace), (event)), \
+     ((event) & ~RUBY_INTERNAL_EVENT_OBJSPACE_MASK) || RB_UNLIKELY((objspace)->hook_events & (event)) \
         ? rb_gc_event_hook((obj), (event)) : (void)0)
 
 #if SAMPLING_INLINE_ASAN_HELPERS && !defined(RUBY_ASAN_ENABLED) && !defined(RUBY_MSAN_ENABLED)

@@ -1,4 +1,4 @@
-/* sites.c: see sites.h for the model and invariants.  (About 400 lines:
+/* sites.c: see sites.h for the model and invariants.  (Over 450 lines:
  * the table, the two lists, the weak references and the checks of one
  * structure; split, each part would need the others' internals.) */
 #include "sites.h"
@@ -35,7 +35,7 @@ sampling_stack_hash(const struct sampling_frame *frames, uint32_t nframes, bool 
 static inline size_t
 stack_home(uint64_t hash, uintptr_t klass, uint32_t labels, size_t mask)
 {
-    uint64_t h = hash ^ (((uint64_t)klass ^ ((uint64_t)labels << 48)) * UINT64_C(0x9e3779b97f4a7c15));
+    uint64_t h = hash ^ (((uint64_t)klass ^ ((uint64_t)labels << 48)) * PROBE_GOLDEN);
     return (size_t)(h ^ (h >> 29)) & mask;
 }
 
@@ -403,6 +403,30 @@ sampling_sites_fold_to(struct sampling_sites *sites, size_t max)
     while (sites->count > max && site_fold_oldest_idle(sites)) {}
 }
 
+size_t
+sampling_names_memsize(const struct sampling_names *names)
+{
+    if (names == &sampling_names_unknown) return 0;
+    const char *text = (const char *)&names->locs[names->n], *end = text;
+    if (names->klass) end = names->klass + strlen(names->klass) + 1;
+    for (uint32_t i = 0; i < names->n; i++) {
+        const char *label_end = names->locs[i].label + names->locs[i].labellen;
+        if (label_end > end) end = label_end;
+    }
+    return (size_t)(end - (const char *)names) + 1;
+}
+
+size_t
+sampling_sites_memsize(const struct sampling_sites *sites)
+{
+    size_t bytes = sites->table.capacity * sizeof(*sites->table.slots) + refset_memsize(&sites->refs);
+    SAMPLING_SITES_FOREACH(sites, s) {
+        bytes += sizeof(*s) + (s->nframes + 1) * sizeof(s->frames[0]);
+        if (s->names) bytes += sampling_names_memsize(s->names);
+    }
+    return bytes;
+}
+
 void
 sampling_sites_free(struct sampling_sites *sites)
 {
@@ -421,7 +445,8 @@ const char *
 sampling_sites_verify(const struct sampling_sites *sites, size_t uses)
 {
     size_t count = 0, idle = 0, in_table = 0, refcounts = 0;
-    const char *err = NULL;
+    const char *err = probe_verify(&sites->table, sites->table.capacity, sites->table.size, &table_probe_ops);
+    if (!err) err = refset_verify(&sites->refs);
     for (const struct sampling_stack *s = sites->oldest; s && !err; s = s->newer) {
         count++;
         if (s->newer ? s->newer->older != s : sites->newest != s) err = "the site list is broken";

@@ -26,9 +26,11 @@
  * Invariants (checked by sampling_sites_verify):
  *   every site is in the site list once (count);  the table holds exactly the unnamed ones
  *   idle list == the sites with refcount 0
- *   refs counts == references held by sites
+ *   refs counts == references held by sites, and refs is a sound refset
+ *   (refset_verify)
  *   a stored site's hash == sampling_stack_hash of its frames, which end with the end mark
- *   a stored site sits in the probe run from its home (hash and class)
+ *   a stored site sits in the probe run from its home (hash and class);
+ *   the table is at most half full (probe_verify)
  *   a recent site is a stored site (never named, never freed)
  *
  * Memory comes from malloc only; no locking (the owner serialises).
@@ -41,6 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "probe.h"
 #include "refset.h"
 
 /* One frame as captured on the sampling path: only what identifies it,
@@ -69,12 +72,12 @@ struct sampling_frame {
  * one place share a hash, and the full comparison on every hit tells them
  * apart.  pcs point into iseq bodies, which compaction does not move: a
  * hash holds across compaction. */
-#define SAMPLING_HASH_START UINT64_C(0xcbf29ce484222325)
+#define SAMPLING_HASH_START PROBE_FNV_OFFSET
 
 static inline uint64_t
 sampling_hash_pc(uint64_t h, uintptr_t pc)
 {
-    return (h ^ pc) * UINT64_C(0x9e3779b97f4a7c15);
+    return (h ^ pc) * PROBE_GOLDEN;
 }
 
 static inline uint64_t
@@ -114,6 +117,12 @@ struct sampling_names {
 };
 extern struct sampling_names sampling_names_unknown;
 
+/* Bytes of a names block: the header, the locations, then the text up to
+ * its last NUL (sampling_names_of writes the class name first, then each
+ * location's path and label in order, and ends the text with one more
+ * NUL).  0 for sampling_names_unknown (static). */
+size_t sampling_names_memsize(const struct sampling_names *names);
+
 /* What was allocated at a site, and where an empty stack comes from:
  * compared as one word when a sample looks for its site. */
 struct sampling_kind {
@@ -140,13 +149,15 @@ struct sampling_kind {
  * censored: they are not here (their ages are read from the live
  * records).  heaptime is bytes x bytes lived, the second factor on the
  * allocation clock (slot bytes the process allocated meanwhile),
- * summed over deaths. */
+ * summed over deaths; objtime the same in objects x bytes lived (DHAT's
+ * total lifetime: dhat.h), exact where a site's objects differ in size. */
 #define SAMPLING_AGE_BUCKETS 6
 struct sampling_lifetimes {
     double died_space[SAMPLING_AGE_BUCKETS];
     double promoted_space;          /* promoted to the old generation (alive or dead) */
     double promoted_dead_space;     /* promoted, then died: old-generation garbage */
     double heaptime;                /* sum of weight * (freed_bytes - allocated_bytes) over deaths */
+    double objtime;                 /* sum of weight / size * (freed_bytes - allocated_bytes) over deaths */
 };
 
 /* The bucket of a death after surviving `age` collections. */
@@ -164,6 +175,7 @@ sampling_lifetimes_add(struct sampling_lifetimes *to, const struct sampling_life
     to->promoted_space += from->promoted_space;
     to->promoted_dead_space += from->promoted_dead_space;
     to->heaptime += from->heaptime;
+    to->objtime += from->objtime;
 }
 
 /* A site (see the model above). */
@@ -299,6 +311,15 @@ uint64_t sampling_sites_generation(void);
 void sampling_sites_fold_to(struct sampling_sites *sites, size_t max);
 
 void sampling_sites_free(struct sampling_sites *sites);
+
+/* Bytes the sites hold: each site with its frames and its names, the
+ * table, the set of references; O(sites), read only.  Bound: at most max
+ * sites, each sizeof(struct sampling_stack) + (depth + 2) frames of 24
+ * bytes (the end mark, and the location-only frame of a cut stack) and,
+ * once named, its text; a table of at most 2 x max pointers (rounded up
+ * to a power of two); a reference set of at most 2 x the distinct
+ * references (16 bytes each). */
+size_t sampling_sites_memsize(const struct sampling_sites *sites);
 
 /* Checks the invariants above, and that the sites' refcounts add up to
  * `uses` (the records); returns NULL or a message. */

@@ -6,7 +6,15 @@
  * walk) the records know the live sampled set and its estimate: the
  * sum of the live records' weights, slots and malloc'd blocks apart
  * (records.h, live_space[], kept by every add and end: O(1) to read).
- * sampling_timeline_gc then
+ * But a dead object's malloc'd buffer is freed only when the sweep
+ * reaches it: at the end of marking the blocks of garbage still count.
+ * So a row is begun there (sampling_timeline_marked: its GC, time and
+ * clock, and a window opened in the records) and finished when the
+ * sweep ends (sampling_timeline_swept): the live estimate of the
+ * records live at the marking's end that are still live, the records
+ * taken meanwhile (young, records.h) left out.  Every buffer the marking
+ * found dead is freed by then (and any the program freed meanwhile).
+ * A reader finishes a pending sweep first.  sampling_timeline_swept then
  *
  *   - appends a fixed-size row (GC count, time, minor or major, the
  *     estimates, live samples, the allocation clock).  Rows are bounded:
@@ -25,6 +33,18 @@
  *          GC:   1    2    3    4    5    6
  *    estimate:  10   30   50   40   20   60
  *        peak:   1    2    3    3    3    6    (marked at 1, 2, 3, 6)
+ *
+ * Invariants (sampling_timeline_verify, with the records):
+ *   rows: n <= SAMPLING_TIMELINE_ROWS; GC counts strictly increase, times
+ *   and allocation clocks never decrease; a pending row's GC is newer
+ *   than the newest row's
+ *   thinning: stride is a power of two; with no row lost, the rows are
+ *   the GCs seen at multiples of stride (n == ceil(seen / stride)); once
+ *   thinned, more than half of the rows are kept
+ *   peak: taken iff a GC was seen, and iff the records' peak set is; its
+ *   estimate is at least every row's; its set is whole: the members
+ *   still in the records, those spilled and those lost are its live
+ *   samples
  *
  * Memory comes from malloc only (it runs inside GC): nothing here
  * allocates a Ruby object.  When memory runs out a row is skipped and
@@ -70,17 +90,41 @@ struct sampling_timeline {
     uint64_t lost;                          /* rows skipped for want of memory */
     int64_t origin_ns, origin_real_ns;      /* CLOCK_MONOTONIC and CLOCK_REALTIME at its start (0: not begun) */
     struct sampling_peak peak;
+    bool pending;                           /* a row begun at a marking, its sweep not over */
+    struct sampling_timeline_row begun;     /* that row: gc, time, clock, major */
 };
 
 /* Sets the origin rows' times are read from, unless it is set. */
 void sampling_timeline_begin(struct sampling_timeline *t);
 
-/* The end of a marking (after the liveness walk): a row, and the peak.
+/* The end of a marking (after the liveness walk): a row begun (a row
+ * still pending is finished first), and the records' window opened.
  * now: the GC count and the allocation clock of this GC. */
+void sampling_timeline_marked(struct sampling_timeline *t, struct sampling_records *r, struct sampling_now now,
+                              bool major);
+
+/* The end of its sweep: the row pending (if any) finished, and the peak;
+ * the window closed. */
+void sampling_timeline_swept(struct sampling_timeline *t, struct sampling_records *r);
+
+/* Both at once (a marking whose sweep frees nothing the records hold). */
 void sampling_timeline_gc(struct sampling_timeline *t, struct sampling_records *r, struct sampling_now now, bool major);
 
 /* Forgets every row, the peak and the origin (clear, a forked child);
  * the records' mark of the peak's set goes with sampling_records_forget_peak. */
 void sampling_timeline_clear(struct sampling_timeline *t);
+
+/* Checks the invariants above against the records they were taken
+ * from; NULL or a message.  O(rows + records): for --enable-checks
+ * (sampling.c, after each marking and sweep) and the tests. */
+const char *sampling_timeline_verify(const struct sampling_timeline *t, const struct sampling_records *r);
+
+/* Bytes the rows hold: allocated whole at the first GC, never more
+ * (thinning keeps at most SAMPLING_TIMELINE_ROWS). */
+static inline size_t
+sampling_timeline_memsize(const struct sampling_timeline *t)
+{
+    return t->rows ? SAMPLING_TIMELINE_ROWS * sizeof(*t->rows) : 0;
+}
 
 #endif

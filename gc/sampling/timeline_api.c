@@ -8,7 +8,6 @@
 #include "ruby/ruby.h"
 
 #include "api.h"
-#include "delta.h"
 #include "read.h"
 #include "sampler.h"
 
@@ -140,11 +139,11 @@ sampler_write_timeline_m(VALUE self, VALUE dest)
 }
 
 /* Where the CSV goes beside a profile at path: its name without .pb.gz
- * (or .pb, .gz), then .timeline.csv. */
+ * (or .pb, .gz, .dhat.json), then .timeline.csv. */
 bool
 sampling_timeline_path(const char *profile, char *out, size_t size)
 {
-    static const char *const suffixes[] = { ".pb.gz", ".pb", ".gz" };
+    static const char *const suffixes[] = { ".pb.gz", ".pb", ".gz", ".dhat.json" };
     size_t len = strlen(profile);
     for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
         size_t n = strlen(suffixes[i]);
@@ -156,10 +155,14 @@ sampling_timeline_path(const char *profile, char *out, size_t size)
     return (size_t)snprintf(out, size, "%.*s.timeline.csv", (int)len, profile) < size;
 }
 
+READER_METHOD0(sampler_timeline_m)
+READER_METHOD0(sampler_peak_m)
+READER_METHOD1(sampler_write_timeline_m)
+
 void
 sampling_define_timeline(VALUE mSampler)
 {
-    rb_define_singleton_method(mSampler, "timeline", sampler_timeline_m, 0);
-    rb_define_singleton_method(mSampler, "peak", sampler_peak_m, 0);
-    rb_define_singleton_method(mSampler, "write_timeline", sampler_write_timeline_m, 1);
+    rb_define_singleton_method(mSampler, "timeline", sampler_timeline_m_reader, 0);
+    rb_define_singleton_method(mSampler, "peak", sampler_peak_m_reader, 0);
+    rb_define_singleton_method(mSampler, "write_timeline", sampler_write_timeline_m_reader, 1);
 }

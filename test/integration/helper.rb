@@ -1,9 +1,11 @@
 # Shared setup for the integration tests: each file is run by test/run in
-# its own process, on the built Ruby, with RUBY_GC_LIBRARY=sampling.
+# its own process, on the built Ruby, with RUBY_GC_LIBRARY=sampling
+# (or SAMPLING_TEST_GC, a copy of the library under another name).
 require "minitest/autorun"
 require "rbconfig"
 require "open3"
 require "tmpdir"
+require "fileutils"
 require "stringio"
 require "objspace"
 
@@ -12,9 +14,12 @@ Sampler = ObjectSpace::AllocationSampler
 module SamplingTestHelper
   RUBY = File.expand_path(ENV["SAMPLING_TEST_RUBY"] || RbConfig.ruby)
   RUBY_SRC = ENV["SAMPLING_TEST_RUBY_SRC"]
+  # The library under test: test/run sets RUBY_GC_LIBRARY (sampling, or a
+  # copy built under another name); child Rubies load the same one.
+  GC_LIBRARY = ENV.fetch("RUBY_GC_LIBRARY", "sampling")
 
   # Runs code in a fresh Ruby; returns [stdout, stderr, status].
-  def run_ruby(code, env: {}, library: "sampling", args: [])
+  def run_ruby(code, env: {}, library: GC_LIBRARY, args: [])
     env = { "RUBY_GC_LIBRARY" => library, "RUBY_GC_SAMPLING" => nil }.merge(env)
     Open3.capture3(env, RUBY, *args, "-e", code)
   end
@@ -61,8 +66,14 @@ end
 module PprofHelper
   GO = ENV.fetch("GO", "go")
 
+  # What go tool pprof fetches from a URL it also saves ($HOME/pprof unless
+  # PPROF_TMPDIR): into a directory of this process's, removed at exit.
+  def self.fetch_dir
+    @fetch_dir ||= Dir.mktmpdir("pprof-fetched").tap { |d| at_exit { FileUtils.rm_rf(d) } }
+  end
+
   def pprof(*args)
-    out, err, status = Open3.capture3(GO, "tool", "pprof", *args)
+    out, err, status = Open3.capture3({ "PPROF_TMPDIR" => PprofHelper.fetch_dir }, GO, "tool", "pprof", *args)
     assert status.success?, "go tool pprof #{args.join(' ')}: #{err}"
     out
   end
@@ -71,9 +82,10 @@ module PprofHelper
   # per sample with :values (in sample-type order: alloc_objects,
   # alloc_space, inuse_objects, inuse_space, then the lifetime types; the
   # retention view has inuse_objects and inuse_space only), :labels ("key" => "value") and :functions (names,
-  # innermost first).  source: a path, or a URL go tool pprof fetches.
-  def pprof_samples(source)
-    raw = pprof("-raw", source)
+  # innermost first).  source: a path, or a URL go tool pprof fetches
+  # (options may come before it).
+  def pprof_samples(*source)
+    raw = pprof("-raw", *source)
     names = {}
     raw[/^Locations\n(.*?)(^Mappings|\z)/m, 1].to_s.each_line do |line|
       m = line.match(/^\s+(\d+): 0x\h+ M=\d+ (.*) \S+ s=/) and names[m[1]] = m[2]
@@ -99,6 +111,16 @@ module PprofHelper
     names.to_h do |name|
       mine = samples.select { |s| s[:functions].any? { |f| f.end_with?("##{name}") } }
       [name, mine.empty? ? nil : mine.map { |s| s[:values] }.transpose.map(&:sum)]
+    end
+  end
+
+  # write_pprof(view: :peak), read by go tool pprof: the bytes in use at
+  # the peak under each of the methods NAMES (0 for a method not there)
+  def peak_inuse_bytes(names)
+    Dir.mktmpdir do |dir|
+      path = File.join(dir, "peak.pb.gz")
+      Sampler.write_pprof(path, view: :peak)
+      pprof_values_by_method(path, names).transform_values { |v| v ? v[1] : 0 }
     end
   end
 end
@@ -151,7 +173,7 @@ module RackServerHelper
   # Starts the server; yields its port; stops it.
   def with_rack_server(env: {})
     args = rack_lib_dirs.flat_map { |d| ["-I", d] }
-    env = { "RUBY_GC_LIBRARY" => "sampling", "RUBY_GC_SAMPLING" => nil }.merge(env)
+    env = { "RUBY_GC_LIBRARY" => SamplingTestHelper::GC_LIBRARY, "RUBY_GC_SAMPLING" => nil }.merge(env)
     script = File.join(__dir__, "rack_server.rb")
     stdin, out, waiter = Open3.popen2e(env, SamplingTestHelper::RUBY, *args, script)
     stdin.close
@@ -163,6 +185,14 @@ module RackServerHelper
       Process.kill("TERM", waiter.pid) rescue nil
       waiter.value
       out.close
+    end
+  end
+
+  # Which of rack_server.rb's sites a pprof sample (pprof_samples) was
+  # allocated at: :a (make_a), :b (make_b), or nil.
+  def rack_site(sample)
+    if sample[:functions].any? { |f| f.end_with?("#make_a") } then :a
+    elsif sample[:functions].any? { |f| f.end_with?("#make_b") } then :b
     end
   end
 
@@ -187,8 +217,13 @@ module RetentionHelper
 
   # The live sample of class klass allocated at line of file (the
   # innermost frame), found without holding its object.
+  # Live samples of klass made at file:line.  Not those of Integer#to_s:
+  # under YJIT "#{i}" calls it and makes a String the interpreter takes
+  # from its cache (garbage at once, so no retention path).
   def samples_at(samples, line, klass, file: caller_locations(1, 1)[0].path)
-    samples.select { |s| s.live? && s.klass == klass && s.frames[0][0] == file && s.frames[0][1] == line }
+    samples.select do |s|
+      s.live? && s.klass == klass && s.frames[0][0] == file && s.frames[0][1] == line && s.frames[0][2] != "Integer#to_s"
+    end
   end
 
   def address_of(x)
@@ -215,6 +250,13 @@ module RetentionHelper
     root &&= path[0]
     if !root
       # (a part of a path: its edges only)
+    elsif root[:kind] == :machine_stack
+      # The machine stack is read conservatively and changes from call to
+      # call: a word the walk saw there (a spilled register of a frame
+      # under Sampler.retention) may be gone when this asks again, the
+      # more so in a --enable-checks build, whose frames differ.  Only
+      # that it names an object or an address.
+      assert(root[:object] || root[:address], "the machine stack root names nothing: #{root[:label]}")
     elsif (category = ROOT_CATEGORIES[root[:kind]])
       # (an identity Hash: its keys are new Strings)
       roots = ObjectSpace.reachable_objects_from_root.select { |k, _| k == category }.values.flatten(1)
@@ -250,4 +292,43 @@ end
 
 class Minitest::Test
   include RetentionHelper
+end
+
+# The fleet tests (test_fleet_*): profiles read as the fleet's scrapers
+# read them.  PprofReader (the library's, loaded from this checkout) gives
+# the fields go tool pprof does not print (ids, the string table).
+require_relative "../../lib/allocation_sampler/pprof_reader"
+require "net/http"
+
+module FleetHelper
+  Reader = ObjectSpace::AllocationSampler::PprofReader
+
+  # GET http://127.0.0.1:port/path: the response.
+  def http_get(port, path)
+    Net::HTTP.start("127.0.0.1", port, read_timeout: 120) { |http| http.get(path) }
+  end
+
+  # GET a profile: its bytes, checking the status and content type.
+  def scrape(port, path)
+    res = http_get(port, path)
+    assert_equal "200", res.code, "#{path}: #{res.body}"
+    assert_equal "application/octet-stream", res["content-type"], path
+    res.body
+  end
+
+  # A sample's stack as text, innermost first: [[function, file, line], ...].
+  def stack_of(profile, sample)
+    sample.location_ids.flat_map do |id|
+      profile.locations.fetch(id).lines.map do |fid, line|
+        f = profile.functions.fetch(fid)
+        [f.name, f.filename, line]
+      end
+    end
+  end
+
+  def sample_type_index(profile, type) = profile.sample_types.index { |t, _| t == type }
+end
+
+class Minitest::Test
+  include FleetHelper
 end

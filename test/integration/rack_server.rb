@@ -5,6 +5,10 @@
 #
 #   GET /a  allocates Strings at one site (make_a), keeps them in $kept
 #   GET /b  allocates Arrays at another (make_b), keeps them in $kept
+#   GET /c  allocates Strings at two sites whose stacks differ only in
+#           one frame (make_c1, make_c2: same depth, same labels)
+#   GET /delta  the library's own Delta (one, made at the first request:
+#           since start): alloc_* since the previous GET /delta
 #   MIDDLEWARE_OPTIONS (Ruby, evaluated): options for the middleware
 #   SAMPLER_OFF=1: the sampler is not started
 require "webrick"
@@ -22,10 +26,22 @@ def make_b
   Array.new(200) { [1, 2, 3, 4, 5, 6] }
 end
 
+def make_c1
+  Array.new(100) { "c" * 100 }
+end
+
+def make_c2
+  Array.new(300) { "c" * 100 }
+end
+
 app = lambda do |env|
   case env["PATH_INFO"]
   when "/a" then $kept << make_a
   when "/b" then $kept << make_b
+  when "/c" then $kept << make_c1 << make_c2
+  when "/delta"
+    $delta ||= ObjectSpace::AllocationSampler::Delta.new(since: :start)
+    next [200, { "content-type" => "application/octet-stream" }, [$delta.pprof]]
   else next [404, { "content-type" => "text/plain" }, ["no\n"]]
   end
   [200, { "content-type" => "text/plain" }, ["ok\n"]]

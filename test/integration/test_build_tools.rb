@@ -4,10 +4,13 @@
 # tree that is not a Ruby build, not a supported version, not configured
 # with --with-modular-gc or not one the series applies to; a patch that
 # does not apply stops with its name and leaves the record of applied
-# patches true.
+# patches true.  Release tarballs are known by their published sums; a
+# newer release is taken with the user's sum, and a hunk that does not fit
+# it is named before the build.
 require_relative "helper"
 require "tmpdir"
 require "fileutils"
+require "digest"
 
 class TestBuildTools < Minitest::Test
   TOP = File.expand_path("../..", __dir__)
@@ -23,7 +26,7 @@ class TestBuildTools < Minitest::Test
   def test_missing_source_directory
     text, status = configure("--with-ruby-source=/nonexistent/ruby")
     refute status.success?
-    assert_match(%r{'/nonexistent/ruby' is not a directory \(expected an unpacked Ruby 3\.4\.5 source tree\)}, text)
+    assert_match(%r{'/nonexistent/ruby' is not a directory \(expected an unpacked Ruby 3\.4\.x or 4\.0\.x source tree\)}, text)
   end
 
   def test_not_a_ruby_tree
@@ -48,23 +51,23 @@ class TestBuildTools < Minitest::Test
       fake_source(d, 3, 3, 8)
       text, status = configure("--with-ruby-source=#{d}")
       refute status.success?
-      assert_match(/holds Ruby 3\.3\.8, not 3\.4\.5; supported are 3\.4\.5, 3\.4\.9, 4\.0\.5/, text)
+      assert_match(/holds Ruby 3\.3\.8; supported are 3\.4\.x and 4\.0\.x/, text)
     end
   end
 
   def test_source_of_another_supported_version
     Dir.mktmpdir do |d|
       fake_source(d, 4, 0, 5)
-      text, status = configure("--with-ruby-source=#{d}")
+      text, status = configure("--with-ruby-version=3.4.5", "--with-ruby-source=#{d}")
       refute status.success?
-      assert_match(/holds Ruby 4\.0\.5, not 3\.4\.5 \(use --with-ruby-version=4\.0\.5\)/, text)
+      assert_match(/holds Ruby 4\.0\.5, not 3\.4\.5 \(use --with-ruby-version=4\.0\.5, or drop it\)/, text)
     end
   end
 
   def test_unsupported_version_option
     text, status = configure("--with-ruby-version=4.1.0")
     refute status.success?
-    assert_match(/unsupported Ruby version '4\.1\.0' \(--with-ruby-version\): supported are 3\.4\.5 \(default\), 3\.4\.9, 4\.0\.5/, text)
+    assert_match(/unsupported Ruby version '4\.1\.0' \(--with-ruby-version\): supported are 3\.4\.x and 4\.0\.x/, text)
   end
 
   def test_tarball_of_another_version
@@ -155,7 +158,81 @@ class TestBuildTools < Minitest::Test
       File.write(bad, "not ruby")
       text, status = configure("--with-ruby-tarball=#{bad}")
       refute status.success?
-      assert_match(/SHA-256 of '#{Regexp.escape(bad)}' is \h{64}; expected 141fb3b0/, text)
+      assert_match(/SHA-256 of '#{Regexp.escape(bad)}' is \h{64}; Ruby 3\.4\.5's published ruby-3\.4\.5\.tar\.xz is 7b3a905b/, text)
+    end
+  end
+
+  # Upstream's release tarballs are known by their published sums (a copy
+  # that is not the release is refused, naming the sum it should have).
+  def test_release_tarball_sums_known
+    { "3.4.9" => "4231c540", "3.4.10" => "6f32ad66", "4.0.5" => "5dc5521e", "4.0.6" => "9c9d121f" }.each do |v, sum|
+      Dir.mktmpdir do |d|
+        bad = File.join(d, "ruby-#{v}.tar.xz")
+        File.write(bad, "not ruby #{v}")
+        text, status = configure("--with-ruby-tarball=#{bad}")
+        refute status.success?, v
+        assert_match(/Ruby #{Regexp.escape(v)}'s published ruby-#{Regexp.escape(v)}\.tar\.xz is #{sum}\h{56}: the file is damaged/, text)
+        assert_equal 1, text.scan(/get-ruby-source:/).size, text
+      end
+    end
+  end
+
+  # A release newer than the table: a tarball made like upstream's (with
+  # configure), holding 4.0.5's default.c under version 4.0.7.
+  def fake_release(d, version, default_c)
+    root = File.join(d, "ruby-#{version}")
+    fake_source(root, *version.split(".").map(&:to_i))
+    File.write(File.join(root, "gc/default/default.c"), default_c)
+    tarball = File.join(d, "ruby-#{version}.tar.xz")
+    system("tar", "-cJf", tarball, "-C", d, "ruby-#{version}", exception: true)
+    tarball
+  end
+
+  def default_c_of_4_0_5
+    archive = File.expand_path("../shared/ruby-src/ruby-4.0.5-git.tar.xz", TOP)
+    skip "#{archive} not here" unless File.exist?(archive)
+    out, status = Open3.capture2("tar", "-xOf", archive, "--wildcards", "*/gc/default/default.c")
+    assert status.success?
+    out
+  end
+
+  def test_newer_release_needs_the_users_sum
+    default_c = default_c_of_4_0_5
+    Dir.mktmpdir do |d|
+      tarball = fake_release(d, "4.0.7", default_c)
+      sum = Digest::SHA256.file(tarball).hexdigest
+      text, status = configure("--with-ruby-tarball=#{tarball}")
+      refute status.success?
+      assert_match(/not a sum this build knows; give the one published with the release: --with-ruby-sha256=SUM/, text)
+
+      text, status = configure("--with-ruby-tarball=#{tarball}", "--with-ruby-sha256=#{sum.tr("0-9a-f", "1-9a-f0")}")
+      refute status.success?
+      assert_match(/is #{sum}, not \h{64} \(--with-ruby-sha256\): the file is damaged/, text)
+
+      Dir.mktmpdir do |build|
+        out, err, status = Open3.capture3(File.join(TOP, "configure"), "--with-ruby-tarball=#{tarball}",
+                                          "--with-ruby-sha256=#{sum.upcase}", chdir: build)
+        assert status.success?, out + err
+        assert_match(/Ruby: +4\.0\.7 \(patches\/4\.0\)/, out)
+        assert_match(%r{prefix: +#{Regexp.escape(File.realpath(build))}/build-4\.0\.7/ruby}, out)
+        assert_match(/accepted by the SHA-256 given with --with-ruby-sha256/, out + err)
+      end
+    end
+  end
+
+  # A release whose default.c moved under the hooks: configure stops before
+  # the build, naming the patch, the hunk and the function.
+  def test_newer_release_where_a_hunk_does_not_fit
+    moved = "if (heap_cache->allocated_objects_count >= ALLOCATED_COUNT_STEP) {"
+    default_c = default_c_of_4_0_5
+    assert_includes default_c, moved
+    default_c = default_c.sub(moved, "if (ALLOCATED_COUNT_STEP <= heap_cache->allocated_objects_count) {")
+    Dir.mktmpdir do |d|
+      tarball = fake_release(d, "4.0.8", default_c)
+      text, status = configure("--with-ruby-tarball=#{tarball}", "--with-ruby-sha256=#{Digest::SHA256.file(tarball).hexdigest}")
+      refute status.success?
+      assert_match(/0001-gc-default-sample-point-hooks\.patch: hunk \d+ of gc\/default\/default\.c does not fit \(expected near line \d+, in ractor_cache_allocate_slot/, text)
+      assert_match(/patches\/4\.0 does not fit Ruby 4\.0\.8's gc\/default\/default\.c/, text)
     end
   end
 

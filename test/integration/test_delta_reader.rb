@@ -40,8 +40,13 @@ class TestDeltaReader < Minitest::Test
       # run, up to the few allocations between before's read and d's mark
       assert_operator whole - total_before - sums, :>=, 0
       assert_operator whole - total_before - sums, :<, 4 * 1024
-      # the second reader, read once, saw what d saw in all its reads
-      assert_equal sums, alloc_space(other.pprof, dir, "other.pb.gz")
+      # the second reader, read once, saw what d saw in all its reads, but
+      # for what other's own mark allocated (d was marked first: its st
+      # tables, a sample or two at 1,024 when a point falls there, as the
+      # allocations before move the phase; exactly equal on no other ground)
+      gap = sums - alloc_space(other.pprof, dir, "other.pb.gz")
+      assert_operator gap, :>=, 0
+      assert_operator gap, :<, 4 * 1024
       assert_equal 0, alloc_space(other.pprof, dir, "again.pb.gz")
       # in-use is a snapshot, not a delta
       inuse = pprof_samples(File.join(dir, "again.pb.gz")).sum { |s| s[:values][3] }

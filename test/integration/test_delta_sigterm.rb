@@ -8,7 +8,7 @@ require "tmpdir"
 class TestDeltaSigterm < Minitest::Test
   def test_last_delta_on_sigterm
     Dir.mktmpdir do |dir|
-      env = { "RUBY_GC_LIBRARY" => "sampling",
+      env = { "RUBY_GC_LIBRARY" => GC_LIBRARY,
               "RUBY_GC_SAMPLING" => "mode=fixed,interval=4k,every=60s,out=#{dir}/alloc-%p-%n.pb.gz" }
       code = 'def work = Array.new(50_000) { "w" * 60 }; $kept = work; puts "ready"; $stdout.flush; sleep'
       Open3.popen2e(env, RUBY, "-e", code) do |stdin, out, waiter|

@@ -2,10 +2,13 @@
 # seeds, each site's estimate (the sum of its samples' weights) lies
 # within 6 sigma of the exact bytes, which a fixed-mode run at interval 1
 # counts (every byte a point: every allocation a sample of weight = its
-# bytes).  sigma comes from the same exact run: a block of s bytes is
-# sampled with probability p = 1 - exp(-s/interval) and then weighs s/p,
-# so its variance is s^2 (1 - p) / p (Horvitz-Thompson), summed over the
-# site's blocks.
+# bytes; a block grown by realloc is one sample, whose weight is the
+# bytes its allocation and its growths put on the stream, at most its
+# size: a growth is measured from the old block's usable size).  sigma
+# comes from the same exact run: a block of s bytes is sampled with
+# probability p = 1 - exp(-s/interval) and then weighs s/p, so its
+# variance is s^2 (1 - p) / p (Horvitz-Thompson), summed over the site's
+# blocks (a grown block's pieces, each sampled on its own, vary less).
 require_relative "helper"
 
 class TestMallocPoisson < Minitest::Test
@@ -40,11 +43,11 @@ class TestMallocPoisson < Minitest::Test
     Sampler.stop
     exact = sizes_by_site
     assert_equal SITES.values.sort, exact.keys.sort, "every site seen in the exact run"
-    exact.each_value { |l| l.each { |size, w| assert_equal size, w, "interval 1: weight == bytes" } }
+    exact.each_value { |l| l.each { |size, w| assert_operator w, :<=, size, "interval 1: weight == bytes counted" } }
     sigma = exact.transform_values do |l|
       Math.sqrt(l.sum { |size, _| p = 1 - Math.exp(-size.to_f / INTERVAL); size * size * (1 - p) / p })
     end
-    totals = exact.transform_values { |l| l.sum(&:first) }
+    totals = exact.transform_values { |l| l.sum(&:last) }
 
     SEEDS.each do |seed|
       Sampler.clear

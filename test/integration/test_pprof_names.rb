@@ -27,7 +27,7 @@ class TestPprofNames < Minitest::Test
     Dir.mktmpdir do |dir|
       path = File.join(dir, "names.pb.gz")
       File.write(File.join(dir, "names.rb"), SCRIPT)
-      out, err, status = Open3.capture3({ "RUBY_GC_LIBRARY" => "sampling" }, RUBY, File.join(dir, "names.rb"), path)
+      out, err, status = Open3.capture3({ "RUBY_GC_LIBRARY" => GC_LIBRARY }, RUBY, File.join(dir, "names.rb"), path)
       assert status.success?, err
       labels = out.lines.map(&:chomp)
       assert_equal ["<main>", "block in <main>", "block in <class:NamesFoo>", "block (2 levels) in <module:NamesBar>"], labels

@@ -23,8 +23,10 @@ class TestReportDetails < Minitest::Test
     refute_nil line, io.string
     kib = line.split[1].to_f
     assert_in_delta 5_000 * 160 / 1024.0, kib, 100, "in-use bytes: #{line}"
+    # the garbage site allocated 3,125 KiB and keeps none of it, but for
+    # the few a stale register or stack word may still hold (YJIT's)
     garbage = io.string.lines.find { |l| l.include?("test_report_details.rb:7") }
-    assert(garbage.nil? || garbage.split[1] == "0", "the garbage site has no bytes in use: #{garbage}")
+    assert(garbage.nil? || garbage.split[1].to_f < 16, "the garbage site has (almost) no bytes in use: #{garbage}")
   ensure
     $keep = nil
   end

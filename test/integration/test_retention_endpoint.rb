@@ -11,15 +11,11 @@ class TestRetentionEndpoint < Minitest::Test
     with_rack_server do |port|
       base = "http://127.0.0.1:#{port}/debug/pprof"
       3.times { assert_equal 200, curl("http://127.0.0.1:#{port}/a")[0] }
-      Dir.mktmpdir do |dir|
-        ENV["PPROF_TMPDIR"] = dir
-        traces = pprof("-traces", "#{base}/retention")
-        trace = traces.split(/^-+\+-+$/).find { |t| t.include?("make_a") && t.include?("global $kept") }
-        refute_nil trace, traces
-        assert_match(/\(String\)/, trace)
-      ensure
-        ENV.delete("PPROF_TMPDIR")
-      end
+      traces = pprof("-traces", "#{base}/retention")
+      # (make_a's Array and its Strings: either may come first)
+      kept = traces.split(/^-+\+-+$/).select { |t| t.include?("make_a") && t.include?("global $kept") }
+      refute_empty kept, traces
+      assert kept.any? { |t| t.match?(/\(String\)/) }, traces
       status, body = curl("#{base}/retention", "-H", "X-Forwarded-For: 203.0.113.7")
       assert_equal 403, status
       assert_match(/loopback clients only/, body)

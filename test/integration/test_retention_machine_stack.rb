@@ -18,6 +18,10 @@ class TestRetentionMachineStack < Minitest::Test
       assert_equal [:machine_stack], path.map { |h| h[:kind] }, labels(path)
       assert_equal "Array", path[0][:class]
       assert_path_in_heap(path)
+      # (held by a C frame below this block: still there when asked again)
+      # (an identity Hash: its keys are new Strings)
+      roots = ObjectSpace.reachable_objects_from_root.select { |k, _| k == "machine_context" }.values.flatten(1)
+      assert roots.any? { |r| r.equal?(path[0][:object]) }, "the C local is among the machine_context roots"
     end
   end
 end

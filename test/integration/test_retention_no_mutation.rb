@@ -16,20 +16,22 @@ class TestRetentionNoMutation < Minitest::Test
     $retention_hash = h
     Sampler.stop
     GC.start
+    # (no GC from here to the dumps after: one would age the objects,
+    # which is the collector's doing, not the walk's)
+    GC.disable
     objects = ($retention_things + [$retention_hash] + $retention_things.map { |t| t.instance_variable_get(:@s) })
     before = objects.map { |o| ObjectSpace.dump(o) }
     flags_before = objects.map { |o| [o.frozen?, o.instance_variables] }
-    # (no GC meanwhile: one would age the objects, which is the collector's
-    # doing, not the walk's)
-    GC.disable
     Sampler.retention
     Sampler.samples.each(&:retention_path)
     Sampler.pprof(view: :retention)
     Sampler.retention_report(StringIO.new)
+    after = objects.map { |o| ObjectSpace.dump(o) }
+    flags_after = objects.map { |o| [o.frozen?, o.instance_variables] }
     GC.enable
     GC.verify_internal_consistency
-    assert_equal before, objects.map { |o| ObjectSpace.dump(o) }
-    assert_equal flags_before, objects.map { |o| [o.frozen?, o.instance_variables] }
+    assert_equal before, after
+    assert_equal flags_before, flags_after
     objects.each { |o| refute_includes ObjectSpace.dump(o), "object_id" }
   end
 

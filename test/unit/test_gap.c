@@ -199,6 +199,55 @@ test_weights(void)
     CHECK(fabs(estimate / truth - 1) < 6 * rel_sd, "poisson estimate %g of %g (bound %g)", estimate, truth, 6 * rel_sd);
 }
 
+/* The points in a span, in one step (gap.h, sampling_poisson_points):
+ * below SAMPLING_POINTS_STEPPED the same points (and the same next
+ * countdown) as gaps drawn one by one; above, counts whose mean and
+ * variance are the binomial's, span q and span q (1 - q). */
+static void
+test_poisson_points(void)
+{
+    struct sampling_rng a, b;
+    sampling_rng_seed(&a, 21);
+    sampling_rng_seed(&b, 21);
+    int same = 1;
+    for (int i = 0; i < 10000 && same; i++) {
+        uint64_t span = (uint64_t)(i % 97) * 1000, next;
+        uint64_t points = sampling_poisson_points(&a, 4096, span, &next);
+        /* gap by gap, as the old loop: the first point at 0, the others a gap further */
+        uint64_t at = 0, n = 0;
+        for (;;) {
+            uint64_t gap = (uint64_t)sampling_gap_poisson(&b, 4096.0);
+            if (at + gap > span) { at += gap; break; }
+            at += gap;
+            n++;
+        }
+        same = points == n && next == at - span;
+    }
+    CHECK(same, "small spans: the gaps one by one");
+    const uint64_t intervals[] = { 1, 1000 };
+    for (int k = 0; k < 2; k++) {
+        uint64_t interval = intervals[k], span = (uint64_t)1 << 30;
+        double q = -expm1(-1.0 / (double)interval), mu = (double)span * q, var = mu * (1 - q);
+        const int n = 2000;
+        double sum = 0, sum2 = 0;
+        uint64_t next = 0, min_next = UINT64_MAX;
+        for (int i = 0; i < n; i++) {
+            double x = (double)sampling_poisson_points(&a, interval, span, &next);
+            sum += x;
+            sum2 += x * x;
+            if (next < min_next) min_next = next;
+        }
+        double mean = sum / n, v = sum2 / n - mean * mean;
+        CHECK(fabs(mean - mu) < 6 * sqrt(var / n), "interval %llu: mean %.1f of Binomial mean %.1f",
+              (unsigned long long)interval, mean, mu);
+        CHECK(fabs(v / var - 1) < 6 * sqrt(2.0 / n), "interval %llu: variance %.1f of %.1f", (unsigned long long)interval, v, var);
+        CHECK(min_next >= 1, "the next countdown is a gap, at least 1");
+    }
+    uint64_t next;
+    uint64_t tib = sampling_poisson_points(&a, 1, (uint64_t)1 << 40, &next);
+    CHECK(tib > 0 && tib <= (uint64_t)1 << 40, "a TiB at interval 1: one draw (%llu)", (unsigned long long)tib);
+}
+
 int
 main(void)
 {
@@ -211,5 +260,6 @@ main(void)
     test_poisson_gaps(524288, 14);
     test_fixed_and_edges();
     test_weights();
+    test_poisson_points();
     return check_summary();
 }

@@ -73,6 +73,7 @@ test_lives(void)
     const struct sampling_stack *s0 = r.items[shrt].stack, *s1 = r.items[prom].stack, *s2 = r.items[lng].stack;
     CHECK(s0->life.died_space[0] == 100, "died in the first GC: bucket 0 (%.0f)", s0->life.died_space[0]);
     CHECK(s0->life.heaptime == 100.0 * 4000, "heaptime: weight x bytes lived (%.0f)", s0->life.heaptime);
+    CHECK(s0->life.objtime == 100.0 / 40 * 4000, "objtime: objects (weight / size) x bytes lived (%.0f)", s0->life.objtime);
     CHECK(r.items[shrt].freed_bytes == 5000 && sampling_record_age_bytes(&r.items[shrt], 99999) == 4000,
           "a dead record's age in bytes stops at its death");
     CHECK(r.live_space[SAMPLING_LIVE_SLOT] == 600, "the estimate forgets the dead");
@@ -88,6 +89,7 @@ test_lives(void)
     CHECK(r.live_space[SAMPLING_LIVE_MALLOC] == 0 && r.live_count[SAMPLING_LIVE_MALLOC] == 0, "no malloc'd bytes live");
     const struct sampling_stack *sb = r.items[blk].stack;
     CHECK(sb != s2 && sb->life.heaptime == 50.0 * 9000, "the block's heaptime, at a site of its own (%.0f)", sb->life.heaptime);
+    CHECK(sb->life.objtime == 50.0 / 40 * 9000, "and its objtime (%.0f)", sb->life.objtime);
     CHECK(sb->life.died_space[3] == 50, "freed at GC 5, having survived 4: bucket 4-7 (%.0f)", sb->life.died_space[3]);
 
     state[2] = 0;
@@ -97,7 +99,8 @@ test_lives(void)
     CHECK(s1->life.promoted_dead_space == 200, "promoted, then died");
     double died = 0;
     for (int i = 0; i < SAMPLING_AGE_BUCKETS; i++) died += s2->life.died_space[i];
-    CHECK(s2->life.promoted_dead_space == 0 && died == 0 && s2->life.heaptime == 0, "the long-lived one is censored, not dead");
+    CHECK(s2->life.promoted_dead_space == 0 && died == 0 && s2->life.heaptime == 0 && s2->life.objtime == 0,
+          "the long-lived one is censored, not dead");
     CHECK(r.live_space[SAMPLING_LIVE_SLOT] == 400 && r.nlive == 1, "one left live");
     CHECK(sampling_record_age_bytes(&r.items[lng], 20000) == 19000, "a live record's age runs on (censored)");
     CHECK(sampling_records_verify(&r) == NULL, "invariants: %s", sampling_records_verify(&r));
@@ -157,6 +160,7 @@ test_timeline(void)
     double spilled = 0;
     for (size_t i = 0; i < r.peak.nspill; i++) spilled += r.peak.spill[i].weight;
     CHECK(spilled == 200 && r.peak.spill[0].site == site1_id && r.sites.folded == 1, "the spill has their weights and site ids");
+    CHECK(sampling_timeline_verify(&t, &r) == NULL, "timeline after the spill: %s", sampling_timeline_verify(&t, &r));
     sampling_records_set_max(&r, 100);
 
     /* bounded: past ROWS rows every other one goes, evenly */
@@ -166,26 +170,55 @@ test_timeline(void)
     int even = 1;
     for (size_t i = 1; i < t.n; i++) even &= t.rows[i].gc - t.rows[i - 1].gc == t.stride;
     CHECK(even && t.rows[0].gc == 1, "rows span the whole run at one spacing");
+    CHECK(sampling_timeline_verify(&t, &r) == NULL, "timeline: %s", sampling_timeline_verify(&t, &r));
     sampling_timeline_clear(&t);
     sampling_records_forget_peak(&r);
     CHECK(!t.peak.taken && t.n == 0 && !t.origin_ns && members(&r) == 0, "clear forgets rows, peak and origin");
     sampling_records_free(&r);
 }
 
-/* A record keeps GC counts in 48 bits and its death's as a difference
+/* Live members of the peak's set dropped by a lower max (the oldest live
+ * records go) spill like evicted dead ones, also when records died before
+ * the peak: a dropped record is not a death, so its death number (unset)
+ * must not say it died before the peak. */
+static void
+test_peak_drop_after_deaths(void)
+{
+    struct sampling_records r;
+    sampling_records_init(&r, 100);
+    struct sampling_timeline t;
+    memset(&t, 0, sizeof(t));
+    add(&r, 8, 0, 100, 0, 0, false);
+    add(&r, 16, 0, 100, 0, 0, false);
+    state[1] = state[2] = 0;
+    sampling_timeline_gc(&t, &r, now(1, 100), false);
+    sampling_records_check_liveness(&r, liveness, NULL, now(2, 200), false);   /* two deaths */
+    for (int i = 3; i <= 7; i++) add(&r, (uintptr_t)i * 8, 1, 100, 2, 200, false);
+    sampling_timeline_gc(&t, &r, now(2, 200), false);
+    CHECK(t.peak.at.gc == 2 && t.peak.at.live_samples == 5 && members(&r) == 5 && r.peak.deaths == 2,
+          "the peak: five live, after two deaths (%zu members)", members(&r));
+    sampling_records_set_max(&r, 2);
+    CHECK(r.nlive == 2 && members(&r) == 2, "three oldest live records dropped (%zu live)", r.nlive);
+    CHECK(r.peak.nspill == 3, "and spilled: the peak's set stays whole (%zu spilled)", r.peak.nspill);
+    CHECK(sampling_timeline_verify(&t, &r) == NULL, "timeline: %s", sampling_timeline_verify(&t, &r));
+    sampling_timeline_clear(&t);
+    sampling_records_free(&r);
+}
+
+/* A record keeps GC counts in 42 bits and its death's as a difference
  * (records.h): counts far past 32 bits come back exact. */
 static void
 test_large_gc_counts(void)
 {
     struct sampling_records r;
     sampling_records_init(&r, 10);
-    size_t base = ((size_t)1 << 40) + 3;
+    size_t base = ((size_t)1 << 41) + 3;
     uint32_t a = add(&r, 8, 0, 100, base, 1000, false);
     uint32_t b = add(&r, 16, 1, 100, base, 1000, false);
-    CHECK(r.items[a].allocated_gc == base && sampling_record_age(&r.items[a], base + 4) == 4, "allocated at 2^40 + 3, 4 GCs ago");
+    CHECK(r.items[a].allocated_gc == base && sampling_record_age(&r.items[a], base + 4) == 4, "allocated at 2^41 + 3, 4 GCs ago");
     state[1] = 0;
     sampling_records_check_liveness(&r, liveness, NULL, now(base + 7, 5000), false);
-    CHECK(r.items[a].dead && sampling_record_freed_gc(&r.items[a]) == base + 7, "found dead at 2^40 + 10 (%zu)",
+    CHECK(r.items[a].dead && sampling_record_freed_gc(&r.items[a]) == base + 7, "found dead at 2^41 + 10 (%zu)",
           sampling_record_freed_gc(&r.items[a]));
     CHECK(sampling_record_age(&r.items[a], base + 100) == 6 && r.items[a].stack->life.died_space[3] == 100,
           "survived 6 (bucket 4-7), as the site counted");
@@ -196,6 +229,65 @@ test_large_gc_counts(void)
     sampling_records_free(&r);
 }
 
+/* A malloc record whose block a realloc resized (records.h,
+ * sampling_records_resize): a shrink scales its weight, growth adds the
+ * growth's own weight, the live estimate follows, and sizes past 4 GiB
+ * stay exact. */
+static void
+test_resize(void)
+{
+    struct sampling_records r;
+    sampling_records_init(&r, 10);
+    uint32_t a = add(&r, 8, 0, 400, 1, 100, true);
+    CHECK(sampling_records_resize(&r, a, r.items[a].seq, 40, 0, 8) && r.items[a].weight == 400,
+          "the same size keeps the weight (%g)", r.items[a].weight);
+    CHECK(sampling_records_resize(&r, a, r.items[a].seq, 10, 0, 8) && r.items[a].weight == 100 &&
+          sampling_record_size(&r.items[a]) == 10 && r.live_space[SAMPLING_LIVE_MALLOC] == 100,
+          "a shrink to a quarter: a quarter of the weight, in the estimate too (%g)", r.items[a].weight);
+    uint64_t big = ((uint64_t)5 << 30) + 3;
+    CHECK(sampling_records_resize(&r, a, r.items[a].seq, big, 50, 24) && r.items[a].weight == 150 &&
+          sampling_record_size(&r.items[a]) == big && r.live[r.items[a].live_pos].obj == 24,
+          "growth adds its own weight; 5 GiB + 3 stays exact; the block's new address");
+    CHECK(sampling_record_sample(&r.items[a]).size == big, "and comes back whole");
+    CHECK(!sampling_records_resize(&r, a, r.items[a].seq + 1, 10, 0, 8), "another sample's: refused");
+    CHECK(sampling_records_verify(&r) == NULL, "invariants: %s", sampling_records_verify(&r));
+    sampling_records_free(&r);
+}
+
+/* The window from a marking to the end of its sweep (timeline.h): the
+ * row counts the records live at the marking that are still live, not
+ * those taken meanwhile, and the peak's set is the same records. */
+static void
+test_sweep_window(void)
+{
+    struct sampling_records r;
+    sampling_records_init(&r, 20);
+    struct sampling_timeline t;
+    memset(&t, 0, sizeof(t));
+    uint32_t kept = add(&r, 8, 0, 100, 1, 100, true);
+    uint32_t garbage = add(&r, 16, 0, 1000, 1, 100, true);
+    add(&r, 24, 1, 10, 1, 100, false);
+    sampling_timeline_marked(&t, &r, now(1, 500), false);
+    CHECK(t.n == 0 && t.pending, "a row waits for its sweep");
+    /* the sweep frees the garbage's buffer; the program allocates more */
+    CHECK(sampling_records_end(&r, garbage, r.items[garbage].seq, now(1, 600)), "garbage's buffer freed by the sweep");
+    add(&r, 32, 2, 5000, 1, 700, true);
+    add(&r, 40, 2, 20, 1, 700, false);
+    CHECK(sampling_records_verify(&r) == NULL, "invariants in the window: %s", sampling_records_verify(&r));
+    sampling_timeline_swept(&t, &r);
+    CHECK(t.n == 1 && !t.pending && t.rows[0].live_space[SAMPLING_LIVE_MALLOC] == 100 &&
+          t.rows[0].live_space[SAMPLING_LIVE_SLOT] == 10 && t.rows[0].live_samples == 2 && t.rows[0].clock == 500,
+          "the row: the kept block and the slot, not the garbage nor the young (%g, %g)",
+          t.rows[0].live_space[SAMPLING_LIVE_MALLOC], t.rows[0].live_space[SAMPLING_LIVE_SLOT]);
+    CHECK(t.peak.taken && members(&r) == 2 && sampling_record_in_peak(&r, &r.items[kept]),
+          "the peak's set is the row's records (%zu)", members(&r));
+    CHECK(r.window_seq == UINT64_MAX && r.young_count == 0, "the window closed");
+    CHECK(sampling_timeline_verify(&t, &r) == NULL, "timeline: %s", sampling_timeline_verify(&t, &r));
+    CHECK(sampling_records_verify(&r) == NULL, "invariants: %s", sampling_records_verify(&r));
+    sampling_timeline_clear(&t);
+    sampling_records_free(&r);
+}
+
 int
 main(void)
 {
@@ -203,5 +295,8 @@ main(void)
     test_lives();
     test_large_gc_counts();
     test_timeline();
+    test_resize();
+    test_sweep_window();
+    test_peak_drop_after_deaths();
     return check_summary();
 }

@@ -340,6 +340,13 @@ test_reserve(void)
         if (sampling_records_add(&r, &in) == SAMPLING_NONE) ok = 0;
     }
     CHECK(ok && r.items == items && r.live == live && r.capacity == 5000, "5,000 records in place");
+    /* what the reserve asked for, and no more for 5,000 records in it */
+    CHECK(sampling_records_memsize(&r) == 5000 * (64 + 4 + 16) + 8192 * 4, "records memsize %zu",
+          sampling_records_memsize(&r));
+    /* one site (the same stack): its struct, its frame and the end mark; a 256-slot table; a 64-entry refset */
+    size_t site_bytes = sizeof(struct sampling_stack) + 2 * sizeof(struct sampling_frame);
+    CHECK(r.sites.count == 1 && sampling_sites_memsize(&r.sites) == site_bytes + 256 * sizeof(void *) + 64 * 16,
+          "sites memsize %zu", sampling_sites_memsize(&r.sites));
     sampling_records_free(&r);
 
     sampling_records_init(&r, 3 * SAMPLING_RESERVE_MAX);

@@ -1,10 +1,12 @@
 // A tiny static server for test/viewer/run, on 127.0.0.1 only.
 //
-//   node serve.mjs --app DIR --profiles DIR --port-file FILE [--lifetime SECONDS]
+//   node serve.mjs --app DIR --profiles DIR --port-file FILE [--lifetime SECONDS] [--spa 1]
 //
 // GET /PATH  the file under --app (speedscope's dist/release) if there is
 //            one, else the file under --profiles (our pprof output), sent
-//            as raw bytes (no Content-Encoding: the viewer gunzips itself)
+//            as raw bytes (no Content-Encoding: the viewer gunzips itself);
+//            with --spa, the app's index.html for any other path (the
+//            Firefox Profiler routes by path: /from-url/...)
 //
 // Listens on an ephemeral port, writes it to --port-file, and exits by
 // itself after --lifetime seconds (default 120) even if nobody kills it.
@@ -46,6 +48,7 @@ const server = http.createServer((req, res) => {
   if (p === "/") p = "/index.html";
   let file = resolve(args.app, p);
   if (!file || !fs.existsSync(file)) file = resolve(args.profiles, p);
+  if (args.spa && (!file || !fs.existsSync(file))) file = resolve(args.app, "/index.html");
   fs.readFile(file || "", (err, data) => {
     if (err || !file) {
       res.writeHead(404, { "Content-Type": "text/plain" });

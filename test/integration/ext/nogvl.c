@@ -1,7 +1,8 @@
 /* nogvl.c: a test extension that allocates and frees with ruby_xmalloc /
  * ruby_xfree where Ruby code cannot: without the GVL (a blocking region)
  * and on a thread Ruby does not know.  Built by helper.rb's
- * build_nogvl_ext; used by test_malloc_frees_anywhere.rb. */
+ * build_nogvl_ext; used by test_malloc_frees_anywhere.rb and
+ * test_malloc_realloc_anywhere.rb. */
 #include <pthread.h>
 #include "ruby/ruby.h"
 #include "ruby/thread.h"
@@ -10,6 +11,7 @@ struct job { size_t size; void *ptr; };
 
 static void *alloc_fn(void *p) { struct job *j = p; j->ptr = ruby_xmalloc(j->size); memset(j->ptr, 1, j->size); return NULL; }
 static void *free_fn(void *p) { struct job *j = p; ruby_xfree(j->ptr); return NULL; }
+static void *realloc_fn(void *p) { struct job *j = p; j->ptr = ruby_xrealloc(j->ptr, j->size); return NULL; }
 
 /* NoGVL.alloc(size) -> address: with the GVL, at the caller's line */
 static VALUE
@@ -58,6 +60,35 @@ m_free_native(VALUE self, VALUE addr)
     return Qnil;
 }
 
+/* NoGVL.realloc(address, size) -> address: with the GVL */
+static VALUE
+m_realloc(VALUE self, VALUE addr, VALUE size)
+{
+    struct job j = { NUM2SIZET(size), (void *)(uintptr_t)NUM2ULL(addr) };
+    realloc_fn(&j);
+    return ULL2NUM((uintptr_t)j.ptr);
+}
+
+/* NoGVL.realloc_nogvl(address, size) -> address: in a blocking region */
+static VALUE
+m_realloc_nogvl(VALUE self, VALUE addr, VALUE size)
+{
+    struct job j = { NUM2SIZET(size), (void *)(uintptr_t)NUM2ULL(addr) };
+    rb_thread_call_without_gvl(realloc_fn, &j, RUBY_UBF_IO, NULL);
+    return ULL2NUM((uintptr_t)j.ptr);
+}
+
+/* NoGVL.realloc_native(address, size) -> address: on a thread Ruby does not know */
+static VALUE
+m_realloc_native(VALUE self, VALUE addr, VALUE size)
+{
+    struct job j = { NUM2SIZET(size), (void *)(uintptr_t)NUM2ULL(addr) };
+    pthread_t t;
+    if (pthread_create(&t, NULL, realloc_fn, &j)) rb_sys_fail("pthread_create");
+    pthread_join(t, NULL);
+    return ULL2NUM((uintptr_t)j.ptr);
+}
+
 void
 Init_nogvl(void)
 {
@@ -67,4 +98,7 @@ Init_nogvl(void)
     rb_define_module_function(m, "free", m_free, 1);
     rb_define_module_function(m, "free_nogvl", m_free_nogvl, 1);
     rb_define_module_function(m, "free_native", m_free_native, 1);
+    rb_define_module_function(m, "realloc", m_realloc, 2);
+    rb_define_module_function(m, "realloc_nogvl", m_realloc_nogvl, 2);
+    rb_define_module_function(m, "realloc_native", m_realloc_native, 2);
 }

@@ -1,0 +1,16 @@
+# start_sampler.rb: loaded with -r before a ruby-bench benchmark.  When
+# RB_SAMPLER_INTERVAL is set (bytes) it starts the sampler at that mean
+# interval (poisson, seed 1, the library's other defaults, malloc
+# sampling included), so the benchmark's own loading and warmup are
+# sampled too, as in a program started under a profiler.  Unset, it does
+# nothing: every configuration loads this file, so none pays for it alone.
+# RB_SAMPLER_MALLOC=0 samples slots only (malloc: false), to tell malloc
+# sampling's share of the cost.
+if (interval = ENV["RB_SAMPLER_INTERVAL"])
+  unless defined?(ObjectSpace::AllocationSampler)
+    abort "start_sampler.rb: RB_SAMPLER_INTERVAL is set but RUBY_GC_LIBRARY=#{ENV["RUBY_GC_LIBRARY"].inspect} has no sampler"
+  end
+  opts = { interval: Integer(interval), mode: :poisson, seed: 1 }
+  opts[:malloc] = false if ENV["RB_SAMPLER_MALLOC"] == "0"
+  ObjectSpace::AllocationSampler.start(**opts)
+end
