@@ -2,6 +2,7 @@
 #include "sample_point.h"
 #include "invariant.h"
 #include "phases.h"
+#include "walk_variants.h"
 
 #if defined(__has_feature)
 # if __has_feature(address_sanitizer)
@@ -71,10 +72,6 @@ walk_chase(struct sample_point_slot *s, uint64_t steps)
     return s;
 }
 
-#ifdef SAMPLING_PHASES
-static uint64_t walk_wrong;     /* guesses that missed (benchmark/phases) */
-#endif
-
 /* The chase with the next address guessed: the sweep pushes a page's
  * free slots in address order, so most links lead to the slot below.
  * While the guess holds, the next load's address does not wait for this
@@ -92,9 +89,7 @@ walk_guess_step(struct sample_point_slot *s, size_t slot_size)
     return guess;
   wrong:
 #endif
-#ifdef SAMPLING_PHASES
-    walk_wrong++;
-#endif
+    WALK_GUESS_MISSED();
     return next;
 }
 
@@ -137,105 +132,6 @@ walk_prefetch(const struct sample_point_slot *cut, uint64_t interval)
     }
 }
 
-#ifdef SAMPLING_PHASES
-/* benchmark/walk_variants (a SAMPLING_GC_PHASES build):
- * SAMPLING_WALK_VARIANTS="0,3" alternates walk variants from one
- * placement to the next (per heap; or from one run of
- * SAMPLING_WALK_BLOCK placements to the next), and the report
- * (SAMPLING_WALK_OUT) gives per variant the ticks of a walk in a take,
- * its links, and the ticks from one sample to the next of the same heap
- * (all a variant changes, the program's own work included).  Bit 0: the
- * guessed walk (else the chase); bit 1: the prefetch at the previous
- * sample.  The library's own is 3.  Unset, a phases build walks as the
- * library does and times nothing more (benchmark/phases). */
-#include <stdio.h>
-#include <stdlib.h>
-enum { WALK_VARIANTS_MAX = 8, WALK_PERIOD_OUTLIER = 2000000 };
-static int walk_variants[WALK_VARIANTS_MAX] = { 3 }, walk_nvariants = 1;
-static unsigned walk_block = 1;     /* placements in a row with one variant */
-static bool walk_timed;             /* SAMPLING_WALK_VARIANTS given: time them */
-static struct { uint64_t walk_ticks, walks, links, period_ticks, periods; } walk_stats[WALK_VARIANTS_MAX];
-
-/* (fenced: the walk's loads done before the counter is read, or a walk
- * whose loads do not wait for each other would seem to end early) */
-static inline uint64_t
-walk_tick(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_lfence();
-    uint64_t t = __builtin_ia32_rdtsc();
-    __builtin_ia32_lfence();
-    return t;
-#else
-    return sampling_phase_tick();
-#endif
-}
-
-__attribute__((constructor)) static void
-walk_variants_init(void)
-{
-    const char *b = getenv("SAMPLING_WALK_BLOCK");
-    if (b && atoi(b) > 0) walk_block = (unsigned)atoi(b);
-    const char *v = getenv("SAMPLING_WALK_VARIANTS");
-    if (!v || !*v) return;
-    walk_timed = true;
-    walk_nvariants = 0;
-    for (char *e; *v && walk_nvariants < WALK_VARIANTS_MAX; v = *e ? e + 1 : e) {
-        walk_variants[walk_nvariants++] = (int)strtol(v, &e, 10);
-    }
-}
-
-/* One JSON line: {"VARIANT":[walk ticks, walks, links, period ticks,
- * periods], ..., "wrong": guesses that missed} */
-__attribute__((destructor)) static void
-walk_variants_report(void)
-{
-    if (!walk_timed) return;
-    const char *path = getenv("SAMPLING_WALK_OUT");
-    FILE *f = path && *path ? fopen(path, "a") : NULL;
-    FILE *out = f ? f : stderr;
-    fprintf(out, "{");
-    for (int i = 0; i < walk_nvariants; i++) {
-        fprintf(out, "\"%d\":[%llu,%llu,%llu,%llu,%llu],", walk_variants[i],
-                (unsigned long long)walk_stats[i].walk_ticks, (unsigned long long)walk_stats[i].walks,
-                (unsigned long long)walk_stats[i].links, (unsigned long long)walk_stats[i].period_ticks,
-                (unsigned long long)walk_stats[i].periods);
-    }
-    fprintf(out, "\"wrong\":%llu}\n", (unsigned long long)walk_wrong);
-    if (f) fclose(f);
-}
-/* A take: the time since this heap's last goes to the variant that cut
- * the point taken.  Returns the time, the walk's start. */
-static inline uint64_t
-walk_variant_take(struct sample_point *sp)
-{
-    sp->ph_variant = 0xff;
-    if (!walk_timed) return 0;
-    uint64_t now = walk_tick();
-    if (sp->ph_last && now - sp->ph_last < WALK_PERIOD_OUTLIER) {
-        walk_stats[sp->ph_cut].period_ticks += now - sp->ph_last;
-        walk_stats[sp->ph_cut].periods++;
-    }
-    sp->ph_last = now;
-    return now;
-}
-
-/* The take's walk ended (if it walked: ph_variant set by place). */
-static inline void
-walk_variant_walked(struct sample_point *sp, uint64_t t0)
-{
-    if (!walk_timed || sp->ph_variant == 0xff) return;
-    uint64_t d = walk_tick() - t0;
-    if (d >= SAMPLING_PHASE_OUTLIER) return;
-    walk_stats[sp->ph_variant].walk_ticks += d;
-    walk_stats[sp->ph_variant].walks++;
-    walk_stats[sp->ph_variant].links += sp->ph_links;
-}
-# define WALK_VARIANT(sp) walk_variants[(sp)->ph_placements / walk_block % (unsigned)walk_nvariants]
-#else
-# define WALK_VARIANT(sp) 3
-#endif
-
 /* sample_point_place; at a sample (prefetch: the interval), the next
  * walk's lines prefetched below the new cut. */
 static inline void
@@ -254,18 +150,9 @@ place(struct sample_point *sp, sample_point_list *list, size_t count, size_t slo
     /* Charge the k - 1 slots before the sampled one and cut there: walk
      * to the (k-1)-th slot. */
     struct sample_point_slot *last = NULL, *s = *list;
-#ifdef SAMPLING_PHASES
-    unsigned idx = sp->ph_placements++ / walk_block % (unsigned)walk_nvariants;
-    sp->ph_cut = (uint8_t)idx;
-#endif
+    int variant = walk_variant_cut(sp, k);   /* WALK_LIBRARY but in benchmark/walk_variants */
     if (k > 1) {
-#ifdef SAMPLING_PHASES
-        sp->ph_variant = (uint8_t)idx;
-        sp->ph_links = k - 2;
-        last = walk_variants[idx] & 1 ? walk_guess(s, k - 2, slot_size) : walk_chase(s, k - 2);
-#else
-        last = walk_guess(s, k - 2, slot_size);
-#endif
+        last = variant & 1 ? walk_guess(s, k - 2, slot_size) : walk_chase(s, k - 2);
         s = slot_next(last);
         slot_set_next(last, NULL);
     }
@@ -279,16 +166,8 @@ place(struct sample_point *sp, sample_point_list *list, size_t count, size_t slo
     sp->countdown -= (int64_t)((k - 1) * slot_size);
     /* the tail's first slot is the allocation that reaches the point */
     SAMPLING_ASSERT(sp->countdown > 0 && (uint64_t)sp->countdown <= slot_size);
-    /* (WALK_VARIANT: the next placement's, in benchmark/phases) */
-#ifdef SAMPLING_PHASES
-    if (prefetch && (WALK_VARIANT(sp) & 4)) {
-        __asm__ volatile("");
-        uint64_t bytes = prefetch < WALK_PREFETCH_MAX ? prefetch : WALK_PREFETCH_MAX;
-        for (uintptr_t p = (uintptr_t)s - slot_size, end = (uintptr_t)s - bytes; p >= end; p -= slot_size)
-            __builtin_prefetch((const void *)p);
-    }
-#endif
-    if (prefetch && (WALK_VARIANT(sp) & 2)) walk_prefetch(s, prefetch);
+    walk_variant_prefetch_slots(sp, s, slot_size, prefetch < WALK_PREFETCH_MAX ? prefetch : WALK_PREFETCH_MAX);
+    if (prefetch && (walk_variant_next(sp) & 2)) walk_prefetch(s, prefetch);
 }
 
 void
@@ -344,15 +223,11 @@ sample_point_take(struct sample_point *sp, sample_point_list *list,
     *points = points_passed(sp, config);
 
     *list = rest;
-#ifdef SAMPLING_PHASES
     uint64_t t1 = walk_variant_take(sp);
-#endif
     SAMPLING_PHASE_START(t0);
     if (rest) place(sp, list, rest_count, slot_size, config->interval);
     SAMPLING_PHASE_END(SAMPLING_PHASE_WALK, t0);
-#ifdef SAMPLING_PHASES
     walk_variant_walked(sp, t1);
-#endif
     return slot;
 }
 
