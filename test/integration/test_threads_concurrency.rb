@@ -28,7 +28,13 @@ class TestThreadsConcurrency < Minitest::Test
 
   def test_control_while_others_allocate
     stop = false
-    workers = 4.times.map { Thread.new { a = []; until stop; a << Object.new << "s" * 30; a.clear if a.size > 1000; end } }
+    bursts = 0
+    # (each worker passes the GVL on after 100 allocations, so every step
+    # below runs between bursts of all four, not after their time slices:
+    # 200 steps took 82 s at 100 ms a slice)
+    workers = 4.times.map do
+      Thread.new { a = []; until stop; 100.times { a << Object.new << "s" * 30 }; a.clear if a.size > 1000; bursts += 1; Thread.pass; end }
+    end
     200.times do |i|
       case i % 4
       when 0 then Sampler.start(interval: 256 + i, mode: i.even? ? :fixed : :poisson)
@@ -40,6 +46,7 @@ class TestThreadsConcurrency < Minitest::Test
     end
     stop = true
     workers.each(&:join)
+    assert_operator bursts, :>=, 50, "the workers allocated between the steps (#{bursts} bursts)"
     Sampler.start(interval: 1000, mode: :fixed)
     50_000.times { Object.new }
     heap_stats.each { |slot, h| assert_equal h[:allocated_bytes] / 1000, h[:points], "heap #{slot} after the storm" }
