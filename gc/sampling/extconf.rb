@@ -31,4 +31,26 @@ $defs << "-DSAMPLING_PHASES=1" if ENV["SAMPLING_GC_PHASES"] == "1"
 # objects here; HACKING.md's map says what each file is.
 $objs = %w[sampling.o blocks.o retention.o retention_names.o retention_paths.o retention_read.o retention_view.o retention_api.o frames.o api.o read.o sample.o profile.o out.o report.o config.o pprof.o addresses.o labels.o labels_fiber.o labels_api.o delta.o periodic.o write.o timeline_api.o dhat.o dhat_api.o threads.o]
 
-create_gc_makefile("sampling")
+# Ruby 4.1's default.c includes probes.h in a modular build too: in a
+# Ruby built with DTrace/SystemTap probes, their semaphores come from the
+# object that `dtrace -G` makes of the library's objects, as for the
+# default library (gc/extconf_base.rb: the same rules, which it applies
+# to that one library by name).
+dtrace_obj = ENV.fetch("DTRACE_OBJ", "")
+default_c = File.read(File.join(__dir__, "..", "default", "default.c"))
+if !dtrace_obj.empty? && defined?(DTRACE_RULES) && default_c.match?(/^#include "probes.h"/)
+  $headers << "$(topdir)/probes.h"
+  $cleanfiles << "probes.stamp"
+  create_gc_makefile("sampling") do |conf|
+    objs = $objs.join(" ")
+    Array(conf).join.sub(/^OBJS = .*$/, "OBJS = #{objs} #{dtrace_obj}") + <<~MAKE
+      \tGC_DTRACE = #{ENV.fetch("DTRACE")}
+      \tGC_DTRACE_OBJ = #{dtrace_obj}
+      \tGC_DTRACE_OBJS = #{objs}
+      \tGC_DTRACE_REBUILD = #{ENV.fetch("DTRACE_REBUILD", "")}
+    MAKE
+  end
+  File.write("Makefile", DTRACE_RULES, mode: "ab")
+else
+  create_gc_makefile("sampling")
+end

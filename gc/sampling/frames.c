@@ -13,6 +13,46 @@
 
 #include <inttypes.h>
 
+#if SAMPLING_POINT_ON_CURSOR
+# include "zjit.h"
+/* A control frame's iseq and pc (ruby_version.h's SAMPLING_CFP_ISEQ and
+ * _PC), as zjit.h's CFP_ISEQ and CFP_PC read them: from ZJIT's frame for a
+ * frame ZJIT runs.  A C frame ZJIT runs points at one shared frame,
+ * rb_zjit_c_frame, which the ruby binary does not export to a GC
+ * library: it names no iseq and no pc, so neither is read from it. */
+static inline const zjit_jit_frame_t *
+sampling_zjit_frame(const rb_control_frame_t *cfp, bool *c_frame)
+{
+    *c_frame = false;
+# if USE_ZJIT
+    if (!rb_zjit_enabled_p || cfp->jit_return == NULL) return NULL;
+    if ((VALUE)cfp->jit_return == ZJIT_JIT_RETURN_C_FRAME) {
+        *c_frame = true;
+        return NULL;
+    }
+    return (const zjit_jit_frame_t *)((VALUE *)cfp->jit_return)[-1];
+# else
+    return NULL;
+# endif
+}
+
+static inline const rb_iseq_t *
+sampling_cfp_iseq(const rb_control_frame_t *cfp)
+{
+    bool c_frame;
+    const zjit_jit_frame_t *f = sampling_zjit_frame(cfp, &c_frame);
+    return c_frame ? NULL : f ? f->iseq : cfp->_iseq;
+}
+
+static inline const VALUE *
+sampling_cfp_pc(const rb_control_frame_t *cfp)
+{
+    bool c_frame;
+    const zjit_jit_frame_t *f = sampling_zjit_frame(cfp, &c_frame);
+    return c_frame ? NULL : f ? f->pc : cfp->pc;
+}
+#endif
+
 /* As rb_vm_frame_method_entry (vm_insnhelper.c, not exported): the method
  * entry stored in the frame's environment, following block environments
  * out to their method's.  The slot holds false or an imemo (cref, method
@@ -198,8 +238,8 @@ static NOINLINE(uintptr_t jit_frameless_cfunc(const rb_control_frame_t *cfp, boo
 static uintptr_t
 jit_frameless_cfunc(const rb_control_frame_t *cfp, bool cached)
 {
-    const rb_iseq_t *iseq = cfp->iseq;
-    const VALUE *pc = cfp->pc;
+    const rb_iseq_t *iseq = SAMPLING_CFP_ISEQ(cfp);
+    const VALUE *pc = SAMPLING_CFP_PC(cfp);
     if (!iseq || !pc || !imemo_kind_p((VALUE)iseq, imemo_iseq)) return 0;
     const VALUE *start = ISEQ_BODY(iseq)->iseq_encoded;
     if (pc - start < 2 || pc - start > (ptrdiff_t)ISEQ_BODY(iseq)->iseq_size) return 0;
@@ -249,8 +289,8 @@ static inline bool
 capture_frame(const rb_control_frame_t *cfp, struct sampling_frame *out)
 {
     VALUE v = cfp->ep[VM_ENV_DATA_INDEX_ME_CREF];
-    out->iseq = (uintptr_t)cfp->iseq;
-    out->pc = (uintptr_t)cfp->pc;
+    out->iseq = (uintptr_t)SAMPLING_CFP_ISEQ(cfp);
+    out->pc = (uintptr_t)SAMPLING_CFP_PC(cfp);
     if (RB_LIKELY(imemo_kind_p(v, imemo_ment))) {
         /* a method or C method: never a rescue frame */
         SAMPLING_ASSERT(!rescue_frame_p(cfp));
@@ -268,8 +308,8 @@ static void
 capture_rest(struct capture *c, bool skip_next)
 {
     for (; c->cfp != c->end_cfp; c->cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(c->cfp)) {
-        if (c->cfp->iseq) {
-            if (!c->cfp->pc) continue;
+        if (SAMPLING_CFP_ISEQ(c->cfp)) {
+            if (!SAMPLING_CFP_PC(c->cfp)) continue;
             bool skip = skip_next;
             skip_next = rescue_frame_p(c->cfp);
             if (skip) continue;
@@ -293,7 +333,7 @@ capture_rest(struct capture *c, bool skip_next)
 static inline bool
 plain_match(const rb_control_frame_t *cfp, const struct sampling_frame *p)
 {
-    if (p->pc != (uintptr_t)cfp->pc) return false;
+    if (p->pc != (uintptr_t)SAMPLING_CFP_PC(cfp)) return false;
     VALUE v = cfp->ep[VM_ENV_DATA_INDEX_ME_CREF];
     return v == p->cme && v;
 }
@@ -313,10 +353,10 @@ enum match { MATCH_FRAME, MATCH_HIDDEN, MATCH_STOP };
 static inline enum match
 match_step(const rb_control_frame_t *cfp, const struct sampling_frame *p)
 {
-    const VALUE *pc = cfp->pc;
+    const VALUE *pc = SAMPLING_CFP_PC(cfp);
     if (RB_UNLIKELY(p->pc != (uintptr_t)pc)) {
         /* another frame, pred's end mark, or a frame not shown */
-        return !pc && cfp->iseq ? MATCH_HIDDEN : MATCH_STOP;
+        return !pc && SAMPLING_CFP_ISEQ(cfp) ? MATCH_HIDDEN : MATCH_STOP;
     }
     const VALUE *ep = cfp->ep;
     VALUE v = ep[VM_ENV_DATA_INDEX_ME_CREF];
@@ -325,7 +365,7 @@ match_step(const rb_control_frame_t *cfp, const struct sampling_frame *p)
      * non-zero holds that method entry, so the frame is no rescue
      * frame */
     if (RB_UNLIKELY(v != p->cme || !v)) {
-        if (!pc && cfp->iseq) return MATCH_HIDDEN;
+        if (!pc && SAMPLING_CFP_ISEQ(cfp)) return MATCH_HIDDEN;
         if (!imemo_kind_p(v, imemo_ment)) {
             if (rescue_frame_p(cfp)) return MATCH_STOP;
             v = frame_method_entry_inline(ep, v);
@@ -334,7 +374,7 @@ match_step(const rb_control_frame_t *cfp, const struct sampling_frame *p)
     }
     /* Equal pcs are equal iseqs: a pc lies inside its iseq's code,
      * pred's iseq is alive, and a C frame (pc 0) has none. */
-    SAMPLING_ASSERT(p->iseq == (uintptr_t)cfp->iseq);
+    SAMPLING_ASSERT(p->iseq == (uintptr_t)SAMPLING_CFP_ISEQ(cfp));
     return MATCH_FRAME;
 }
 
@@ -452,8 +492,8 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, struct sampl
         cfp = best_at;
     }
     for (; cfp != fast_end; cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp)) {
-        const VALUE *pc = cfp->pc;
-        const rb_iseq_t *iseq = cfp->iseq;
+        const VALUE *pc = SAMPLING_CFP_PC(cfp);
+        const rb_iseq_t *iseq = SAMPLING_CFP_ISEQ(cfp);
         if (RB_UNLIKELY(!pc) && iseq) continue;  /* dummy and IFUNC frames: not shown */
         h = sampling_hash_pc(h, (uintptr_t)pc);
         VALUE v = cfp->ep[VM_ENV_DATA_INDEX_ME_CREF];
@@ -480,9 +520,9 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, struct sampl
      * file and line. */
     if (c.truncated && (!buf[n - 1].iseq || iseq_as_cfunc_p((const rb_iseq_t *)buf[n - 1].iseq))) {
         for (; c.cfp != c.end_cfp; c.cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(c.cfp)) {
-            if (c.cfp->iseq && c.cfp->pc && !iseq_as_cfunc_p(c.cfp->iseq)) {
-                buf[n].iseq = (uintptr_t)c.cfp->iseq;
-                buf[n].pc = (uintptr_t)c.cfp->pc | SAMPLING_FRAME_LOCATION_ONLY;
+            if (SAMPLING_CFP_ISEQ(c.cfp) && SAMPLING_CFP_PC(c.cfp) && !iseq_as_cfunc_p(SAMPLING_CFP_ISEQ(c.cfp))) {
+                buf[n].iseq = (uintptr_t)SAMPLING_CFP_ISEQ(c.cfp);
+                buf[n].pc = (uintptr_t)SAMPLING_CFP_PC(c.cfp) | SAMPLING_FRAME_LOCATION_ONLY;
                 buf[n].cme = 0;
                 c.hash = sampling_hash_pc(c.hash, buf[n].pc);
                 n++;

@@ -255,7 +255,7 @@ malloc_apply_sample(void *ptr, uint64_t block_size, const struct sampling_sample
     uint64_t seq = index == SAMPLING_NONE ? 0 : r->items[index].seq;
     if (!b) {
         /* freed before it was recorded: counted, and dead at once */
-        if (index != SAMPLING_NONE) sampling_records_end(r, index, seq, sampler_now(rb_gc_get_objspace(), gc_count));
+        if (index != SAMPLING_NONE) sampling_records_end(r, index, seq, sampler_now(sampler_objspace(), gc_count));
         return;
     }
     /* a realloc's growth: the record is of the whole block */
@@ -299,7 +299,7 @@ malloc_drain_locked(size_t gc_count)
             malloc_apply_resize(e->ptr, e->size);
         }
         else {
-            sampling_records_end(&sampler.records, e->record, e->seq, sampler_now(rb_gc_get_objspace(), gc_count));
+            sampling_records_end(&sampler.records, e->record, e->seq, sampler_now(sampler_objspace(), gc_count));
         }
     }
     malloc_nevents = 0;

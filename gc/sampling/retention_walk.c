@@ -72,8 +72,8 @@ walk_visit(void *ctx, uintptr_t obj)
     struct walk *w = ctx;
     size_t page = walk_page_index(w, obj);
     if (page == SIZE_MAX) return false;     /* not a heap slot: nothing to walk */
-    bits_t *word = &w->bits[page * HEAP_PAGE_BITMAP_LIMIT + BITMAP_INDEX(obj)];
-    bits_t bit = (bits_t)1 << BITMAP_OFFSET(obj);
+    bits_t *word = &w->bits[page * HEAP_PAGE_BITMAP_LIMIT + SAMPLING_BITMAP_INDEX(obj)];
+    bits_t bit = (bits_t)1 << SAMPLING_BITMAP_OFFSET(obj);
     if (*word & bit) return false;
     *word |= bit;
     return true;
@@ -120,7 +120,7 @@ walk_seen(const struct walk *w, uintptr_t obj)
 {
     size_t page = walk_page_index(w, obj);
     if (page == SIZE_MAX) return true;
-    return (w->bits[page * HEAP_PAGE_BITMAP_LIMIT + BITMAP_INDEX(obj)] >> BITMAP_OFFSET(obj)) & 1;
+    return (w->bits[page * HEAP_PAGE_BITMAP_LIMIT + SAMPLING_BITMAP_INDEX(obj)] >> SAMPLING_BITMAP_OFFSET(obj)) & 1;
 }
 
 /* retention_cache_fn: a cache whatever refers to it (read once an
@@ -233,7 +233,7 @@ walk_finalizer_i(st_data_t key, st_data_t value, st_data_t data)
 bool
 sampler_retention_walk(struct retention *r, size_t max_nodes, uint64_t limit, uintptr_t only_hidden)
 {
-    rb_objspace_t *objspace = rb_gc_get_objspace();
+    rb_objspace_t *objspace = sampler_objspace();
     if (during_gc || is_incremental_marking(objspace)) return false;   /* (a read finished any GC) */
     if (sampling_ractors) rb_gc_vm_barrier();
 
@@ -323,7 +323,7 @@ finalizer_owner_i(st_data_t key, st_data_t value, st_data_t data)
 VALUE
 sampler_finalizer_owner(VALUE table)
 {
-    rb_objspace_t *objspace = rb_gc_get_objspace();
+    rb_objspace_t *objspace = sampler_objspace();
     struct finalizer_owner f = { table, Qundef };
     if (finalizer_table) st_foreach(finalizer_table, finalizer_owner_i, (st_data_t)&f);
     return f.owner;
@@ -333,7 +333,7 @@ sampler_finalizer_owner(VALUE table)
 size_t
 sampler_heap_slots(void)
 {
-    rb_objspace_t *objspace = rb_gc_get_objspace();
+    rb_objspace_t *objspace = sampler_objspace();
     size_t slots = 0;
     for (size_t i = 0; i < rb_darray_size(objspace->heap_pages.sorted); i++) {
         slots += rb_darray_get(objspace->heap_pages.sorted, i)->total_slots;
@@ -345,6 +345,6 @@ sampler_heap_slots(void)
 size_t
 sampler_retention_bitmap_bytes(void)
 {
-    rb_objspace_t *objspace = rb_gc_get_objspace();
+    rb_objspace_t *objspace = sampler_objspace();
     return rb_darray_size(objspace->heap_pages.sorted) * HEAP_PAGE_BITMAP_LIMIT * sizeof(bits_t);
 }

@@ -5,6 +5,7 @@
  *
  *   3.4.x   patches/3.4   (tested: 3.4.5, 3.4.9)
  *   4.0.x   patches/4.0   (tested: 4.0.5)
+ *   4.1     patches/4.1   (tested: 4.1.0-dev 3391443, the per-Ractor GC)
  *
  * The differences, and what each means for the sampler:
  *
@@ -66,10 +67,23 @@
  *     fields) -> value; retention_names.c names the second edge by the
  *     owner's ivars (SAMPLING_FIELDS_OWNER).  3.4 has no such object.
  *
+ *   - Ruby 4.1 (SAMPLING_POINT_ON_CURSOR).  No Ractor cache and no free
+ *     list: each Ractor has an objspace of its own, whose heaps hand out
+ *     slots by bumping a cursor through free regions, and count every
+ *     allocation in the heap's total (exact, single writer).  The sample
+ *     point is the cursor's end, lowered to the slot that reaches it
+ *     (patches/4.1, GC_HOOK_ALLOC_*); the sampler's state is a field of
+ *     each heap.  Twelve heaps of 32 to 1024 bytes, not powers of two
+ *     (SAMPLING_SLOTS_POW2 0).  A local GC of a Ractor other than the
+ *     main one takes no lock, so the sampler works on the main Ractor's
+ *     objspace alone (sampling.c, "Ractors"); a global GC marks them all.
+ *     mark_weak/remove_weak are gone: the sampler never used them.
+ *
  * The patches differ in the sample point's hooks alone: 3.4's fast path
  * has no count, so its point is a cut in the free list (GC_HOOK_CACHE_*,
  * GC_HOOK_NEWOBJ_CACHE_MISS*); 4.0's is the count's limit
- * (GC_HOOK_ALLOCATED_*).  The collector's hooks are the same.
+ * (GC_HOOK_ALLOCATED_*); 4.1's the bump cursor's end (GC_HOOK_ALLOC_*).
+ * The collector's hooks are the same (4.1 adds one for absorbed heaps).
  */
 #ifndef SAMPLING_RUBY_VERSION_H
 #define SAMPLING_RUBY_VERSION_H
@@ -80,12 +94,21 @@
     (RUBY_API_VERSION_MAJOR > (major) || \
      (RUBY_API_VERSION_MAJOR == (major) && RUBY_API_VERSION_MINOR >= (minor)))
 
-#if !SAMPLING_RUBY_AT_LEAST(3, 4) || SAMPLING_RUBY_AT_LEAST(4, 1)
-# error "gc/sampling builds for Ruby 3.4.x and 4.0.x only (patches/3.4, patches/4.0)"
+#if !SAMPLING_RUBY_AT_LEAST(3, 4) || SAMPLING_RUBY_AT_LEAST(4, 2)
+# error "gc/sampling builds for Ruby 3.4.x, 4.0.x and 4.1 only (patches/3.4, patches/4.0, patches/4.1)"
+#endif
+
+#if SAMPLING_RUBY_AT_LEAST(4, 1)
+/* ---- Ruby 4.1 ---- */
+# define SAMPLING_POINT_ON_CURSOR 1
+# define SAMPLING_SLOTS_POW2 0
+#else
+# define SAMPLING_POINT_ON_CURSOR 0
+# define SAMPLING_SLOTS_POW2 1      /* slot sizes are BASE_SLOT_SIZE << heap */
 #endif
 
 #if SAMPLING_RUBY_AT_LEAST(4, 0)
-/* ---- Ruby 4.0.x ---- */
+/* ---- Ruby 4.0.x and 4.1 ---- */
 /* malloc.c: rb_gc_impl_malloc, _calloc and _realloc take gc_allowed (false:
  * the caller cannot let a GC run), and default.c's malloc accounting
  * (objspace_malloc_increase) passes it on; rb_gc_impl_free gives true. */
@@ -94,9 +117,16 @@
 # define SAMPLING_GC_ALLOWED_TRUE , true
 # define SAMPLING_INCLUDE_SANITIZERS 0
 # define SAMPLING_INLINE_ASAN_HELPERS 0   /* default.c has its own no-ops */
-# define SAMPLING_CACHE_COUNTS 1
-# define SAMPLING_POINT_ON_COUNT 1
-# define SAMPLING_CACHE_PENDING(cache, heap_idx) ((cache)->heap_caches[heap_idx].allocated_objects_count)
+# if SAMPLING_POINT_ON_CURSOR
+/* 4.1: every allocation is in its heap's total at once */
+#  define SAMPLING_CACHE_COUNTS 0
+#  define SAMPLING_POINT_ON_COUNT 0
+#  define SAMPLING_CACHE_PENDING(cache, heap_idx) 0
+# else
+#  define SAMPLING_CACHE_COUNTS 1
+#  define SAMPLING_POINT_ON_COUNT 1
+#  define SAMPLING_CACHE_PENDING(cache, heap_idx) ((cache)->heap_caches[heap_idx].allocated_objects_count)
+# endif
 /* frames.c (internal/class.h): a class's name, from its prime classext */
 # define SAMPLING_CLASSPATH(mod) RCLASSEXT_CLASSPATH(RCLASS_EXT_PRIME(mod))
 # define SAMPLING_PERMANENT_CLASSPATH_P(mod) RCLASSEXT_PERMANENT_CLASSPATH(RCLASS_EXT_PRIME(mod))
@@ -130,5 +160,29 @@
 /* retention_names.c: 3.4 keeps fields in the object (or a table) itself */
 # define SAMPLING_FIELDS_OWNER(obj) Qfalse
 #endif
+
+/* retention_walk.c (default.c): obj's word and bit in its page's bitmaps.
+ * 4.1's slots are not powers of two: the index is computed through the
+ * page's reciprocal. */
+#if SAMPLING_POINT_ON_CURSOR
+# define SAMPLING_BITMAP_INDEX(obj) SLOT_BITMAP_INDEX(GET_HEAP_PAGE(obj), (obj))
+# define SAMPLING_BITMAP_OFFSET(obj) SLOT_BITMAP_OFFSET(GET_HEAP_PAGE(obj), (obj))
+#else
+# define SAMPLING_BITMAP_INDEX(obj) BITMAP_INDEX(obj)
+# define SAMPLING_BITMAP_OFFSET(obj) BITMAP_OFFSET(obj)
+#endif
+
+/* frames.c (vm_core.h, zjit.h): a control frame's iseq and pc; 4.1 keeps
+ * them in ZJIT's frame for a frame ZJIT runs. */
+#if SAMPLING_POINT_ON_CURSOR
+# define SAMPLING_CFP_ISEQ(cfp) sampling_cfp_iseq(cfp)   /* (frames.c: zjit.h's CFP_ISEQ) */
+# define SAMPLING_CFP_PC(cfp) sampling_cfp_pc(cfp)
+#else
+# define SAMPLING_CFP_ISEQ(cfp) ((cfp)->iseq)
+# define SAMPLING_CFP_PC(cfp) ((cfp)->pc)
+#endif
+
+/* 3.4: the point is a cut in a free list (sample_point.h) */
+#define SAMPLING_POINT_ON_LIST (!SAMPLING_POINT_ON_COUNT && !SAMPLING_POINT_ON_CURSOR)
 
 #endif

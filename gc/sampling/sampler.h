@@ -19,7 +19,7 @@
 #include "records.h"
 #include "timeline.h"
 
-#define SAMPLER_MAX_HEAPS 8
+#define SAMPLER_MAX_HEAPS 12
 
 /* The collector's part of the library's entry points.  api.c defines
  * rb_gc_impl_init, rb_gc_impl_set_params and rb_gc_impl_after_fork

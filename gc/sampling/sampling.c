@@ -141,7 +141,40 @@ static void sampling_sweep_finished(void *objspace);
 struct rb_objspace;
 struct ractor_newobj_cache;
 
-#if SAMPLING_POINT_ON_COUNT
+#if SAMPLING_POINT_ON_CURSOR
+/* Ruby 4.1: the point is the end of the heap's bump cursor (patches/4.1,
+ * sample_point.h's count form with a region for the count).  Placed when a
+ * region is set; the cursor reaching a lowered end is the sample, which the
+ * hook hands out itself (counted and charged to the marking step as
+ * heap_alloc_slot does), placing the next point in the rest of the region;
+ * a region given back to its page is whole again first. */
+struct rb_heap_struct;
+static NOINLINE(VALUE sampling_take(void *objspace, struct rb_heap_struct *heap, size_t heap_idx,
+                                    VALUE klass, VALUE flags));
+static NOINLINE(void sampling_region_set(void *objspace, struct rb_heap_struct *heap, size_t heap_idx));
+static void sampling_state_clear(void *objspace, struct rb_heap_struct *heap);
+static void sampling_objspace_absorb(void *dst, void *src);
+ALWAYS_INLINE(static VALUE hook_alloc_cursor_end(struct rb_objspace *objspace, struct rb_heap_struct *heap,
+                                                 size_t heap_idx, VALUE klass, VALUE flags));
+ALWAYS_INLINE(static void hook_alloc_region_set(struct rb_objspace *objspace, struct rb_heap_struct *heap,
+                                                size_t heap_idx));
+ALWAYS_INLINE(static VALUE hook_alloc_region_advanced(struct rb_objspace *objspace, struct rb_heap_struct *heap,
+                                                      size_t heap_idx, VALUE klass, VALUE flags));
+ALWAYS_INLINE(static void hook_alloc_state_clear(struct rb_objspace *objspace, struct rb_heap_struct *heap));
+/* Per heap of every objspace: the point, the start it belongs to, and
+ * the region's real end while the cursor's is lowered to the point. */
+#define GC_HOOK_HEAP_FIELDS \
+    uintptr_t sampling_end; \
+    struct sample_point sample_point; \
+    uint64_t sampling_epoch;
+/* (objspace, heap, heap_idx GC_HOOK_NEWOBJ_ARGS) */
+#define GC_HOOK_ALLOC_CURSOR_END(...) hook_alloc_cursor_end(__VA_ARGS__)
+#define GC_HOOK_ALLOC_REGION_SET(objspace, heap, heap_idx) hook_alloc_region_set((objspace), (heap), (heap_idx))
+/* (objspace, heap, heap_idx GC_HOOK_NEWOBJ_ARGS) */
+#define GC_HOOK_ALLOC_REGION_ADVANCED(...) hook_alloc_region_advanced(__VA_ARGS__)
+#define GC_HOOK_ALLOC_STATE_CLEAR(objspace, heap) hook_alloc_state_clear((objspace), (heap))
+#define GC_HOOK_OBJSPACE_ABSORB(dst, src) sampling_objspace_absorb((dst), (src))
+#elif SAMPLING_POINT_ON_COUNT
 /* Ruby 4.0: the point is the limit of the cache's allocation count
  * (patches/4.0, sample_point.h).  The slot handed out at the limit was
  * popped and counted as any other: the hook takes it as the sample when it
@@ -235,13 +268,68 @@ void rb_gc_impl_free_default(void *objspace_ptr, void *ptr, size_t old_size);
 #undef rb_gc_impl_ractor_cache_alloc
 #undef rb_gc_impl_after_fork
 
+#if SAMPLING_POINT_ON_CURSOR
+/* (4.1 has no Ractor cache: the functions shared with 4.0 that take one
+ * get NULL, and SAMPLING_CACHE_PENDING is 0) */
+typedef void rb_ractor_newobj_cache_t;
+#else
 STATIC_ASSERT(free_slot_layout, sizeof(struct free_slot) == sizeof(struct sample_point_slot) &&
               offsetof(struct free_slot, next) == offsetof(struct sample_point_slot, next));
+#endif
 STATIC_ASSERT(heap_count, HEAP_COUNT <= SAMPLER_MAX_HEAPS && HEAP_COUNT <= SAMPLING_RECENT_SLOTS);
 
 /* ---- the hooks' decisions (declared with the hooks above) ---- */
 
-#if SAMPLING_POINT_ON_COUNT
+#if SAMPLING_POINT_ON_CURSOR
+/* GC_HOOK_ALLOC_CURSOR_END: heap's cursor reached its end. */
+static inline VALUE
+hook_alloc_cursor_end(rb_objspace_t *objspace, rb_heap_t *heap, size_t heap_idx, VALUE klass, VALUE flags)
+{
+    /* the region's own end: default.c moves on to the next region */
+    if (RB_LIKELY(heap->sampling_end == 0)) return Qundef;
+    /* the end was lowered to a point: the slot at the cursor is a sample
+     * (or Qfalse, none yet: the marking step's budget ran out, and
+     * default.c takes a marking step and asks again) */
+    return sampling_take(objspace, heap, heap_idx, klass, flags);
+}
+
+/* GC_HOOK_ALLOC_REGION_SET: heap's cursor was set to a new page's first
+ * region (heap_set_alloc_page; heap_alloc_slot asks next). */
+static inline void
+hook_alloc_region_set(rb_objspace_t *objspace, rb_heap_t *heap, size_t heap_idx)
+{
+    /* sampling: the region gets its point (it may fall in a later one) */
+    if (RB_UNLIKELY(sampling_on)) sampling_region_set(objspace, heap, heap_idx);
+    /* otherwise the region is left whole, as default.c's */
+}
+
+/* GC_HOOK_ALLOC_REGION_ADVANCED: heap_alloc_slot moved heap's cursor to
+ * the next region and is about to hand out its first slot. */
+static inline VALUE
+hook_alloc_region_advanced(rb_objspace_t *objspace, rb_heap_t *heap, size_t heap_idx, VALUE klass, VALUE flags)
+{
+    /* sampling off: the region is left whole, its first slot handed out */
+    if (RB_LIKELY(!sampling_on)) return Qundef;
+    sampling_region_set(objspace, heap, heap_idx);
+    /* the point on that first slot: the end is lowered to the cursor, and
+     * the slot is the sample (or Qfalse: none yet, as at the end) */
+    if (RB_UNLIKELY(heap->newobj.alloc_cursor >= heap->newobj.alloc_cursor_end)) {
+        return sampling_take(objspace, heap, heap_idx, klass, flags);
+    }
+    /* otherwise the slot comes from the region as usual */
+    return Qundef;
+}
+
+/* GC_HOOK_ALLOC_STATE_CLEAR: heap's region is about to go back to its
+ * page (a GC's sweep, an absorbed or forked objspace). */
+static inline void
+hook_alloc_state_clear(rb_objspace_t *objspace, rb_heap_t *heap)
+{
+    /* a lowered end: the region is whole again, and what was charged and
+     * not allocated is credited back */
+    if (RB_UNLIKELY(heap->sampling_end != 0)) sampling_state_clear(objspace, heap);
+}
+#elif SAMPLING_POINT_ON_COUNT
 /* GC_HOOK_ALLOCATED_LIMIT_REACHED: the cache's count on heap_idx reached
  * its limit and was added to the heap; obj is the slot just popped. */
 static inline VALUE
@@ -354,6 +442,12 @@ rb_gc_impl_active_gc_name(void)
 void *
 rb_gc_impl_ractor_cache_alloc(void *objspace_ptr, void *ractor)
 {
+#if SAMPLING_POINT_ON_CURSOR
+    /* 4.1: no cache (NULL), called once a Ractor, its own objspace made */
+    static unsigned int ractors;
+    if (!sampling_ractors && ractors++ > 0) sampling_ractors = true;
+    return rb_gc_impl_ractor_cache_alloc_default(objspace_ptr, ractor);
+#else
     rb_objspace_t *objspace = objspace_ptr;
     if (!sampling_ractors && objspace->live_ractor_cache_count > 0) sampling_ractors = true;
     rb_ractor_newobj_cache_t *cache = rb_gc_impl_ractor_cache_alloc_default(objspace_ptr, ractor);
@@ -363,6 +457,7 @@ rb_gc_impl_ractor_cache_alloc(void *objspace_ptr, void *ractor)
     else cache_unplace(cache);
 #endif
     return cache;
+#endif
 }
 
 /* The collector's part of the library's entry points, which api.c
@@ -406,7 +501,8 @@ static struct {
         uint64_t points;
         double poisson_weight;              /* sampling_weight of a slot, set at start */
         size_t base_allocated;              /* total_allocated_objects at start */
-        size_t moved;                       /* compaction moves (counted as allocations by default.c) */
+        size_t moved;                       /* compaction moves and absorbed heaps' counts (counted as
+                                             * allocations by default.c) */
         size_t allocated_at_marks;          /* total_allocated_objects when marking ended */
         size_t stopped_allocated;           /* objects allocated while enabled, frozen at stop */
     } per_heap[HEAP_COUNT];
@@ -419,6 +515,35 @@ static struct {
 
 static inline size_t slot_bytes(size_t heap_idx);
 
+/* The objspace the sampler works on (sampler.h's functions, the clock,
+ * the hooks' bookkeeping): the process's one on 3.4 and 4.0.  On 4.1 the
+ * main Ractor's: a local GC of another Ractor's objspace takes no lock,
+ * so the records could not be kept consistent with it (ruby_version.h);
+ * its heaps get no points.  (After a fork, the forking Ractor's.) */
+static inline rb_objspace_t *
+sampler_objspace(void)
+{
+#if SAMPLING_POINT_ON_CURSOR
+    return global_objspace->main_objspace;
+#else
+    return rb_gc_get_objspace();
+#endif
+}
+
+/* Whether a GC of objspace is one whose marks say which sampled objects
+ * live: every GC on 3.4 and 4.0; on 4.1 a local GC of the main objspace
+ * (under the VM lock once there are Ractors) or a global GC (the world
+ * stopped, every objspace marked). */
+static inline bool
+sampler_gc_p(rb_objspace_t *objspace)
+{
+#if SAMPLING_POINT_ON_CURSOR
+    return objspace == sampler_objspace() || objspace->flags.during_global_gc;
+#else
+    return true;
+#endif
+}
+
 /* The allocation clock, the second clock of a lifetime (records.h): slot
  * bytes the process has allocated, from the heaps' own counts (as
  * stats[:allocated_bytes], but never reset), less the moves compaction
@@ -429,10 +554,16 @@ static inline size_t slot_bytes(size_t heap_idx);
 static uint64_t
 clock_bytes(const size_t totals[HEAP_COUNT])
 {
+#if SAMPLING_SLOTS_POW2
     /* slot sizes are BASE_SLOT_SIZE << i (heap_slot_size): one multiply */
     uint64_t slots = 0;
     for (size_t i = 0; i < HEAP_COUNT; i++) slots += (uint64_t)totals[i] << i;
     return slots * BASE_SLOT_SIZE - sampler.moved_bytes;
+#else
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < HEAP_COUNT; i++) bytes += (uint64_t)totals[i] * slot_bytes(i);
+    return bytes - sampler.moved_bytes;
+#endif
 }
 
 /* The clock from the heap counts alone (and the given cache's pending
@@ -441,6 +572,7 @@ clock_bytes(const size_t totals[HEAP_COUNT])
 static inline uint64_t
 clock_now(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache)
 {
+#if SAMPLING_SLOTS_POW2
     /* clock_bytes's sum in Horner's form: a load, an add and a shift a
      * heap on the sample path (the compiler's vector form of the loop
      * took twice that) */
@@ -449,6 +581,11 @@ clock_now(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache)
         slots = 2 * slots + heaps[i].total_allocated_objects + (cache ? SAMPLING_CACHE_PENDING(cache, i) : 0);
     }
     return slots * BASE_SLOT_SIZE - sampler.moved_bytes;
+#else
+    size_t totals[HEAP_COUNT];
+    for (size_t i = 0; i < HEAP_COUNT; i++) totals[i] = heaps[i].total_allocated_objects;
+    return clock_bytes(totals);
+#endif
 }
 
 static inline struct sampling_now
@@ -568,10 +705,12 @@ sampler_reader_resume(unsigned int depth)
 static void
 sampler_init(void)
 {
+#if SAMPLING_SLOTS_POW2
     /* clock_bytes counts on it */
     for (size_t i = 0; i < HEAP_COUNT; i++) {
         if (slot_bytes(i) != BASE_SLOT_SIZE << i) rb_bug("sampling: heap %zu's slot size is not BASE_SLOT_SIZE << %zu", i, i);
     }
+#endif
     sampling_params_default(&sampler.params);
     sampling_records_init(&sampler.records, sampler.params.max_samples);
     malloc_init();
@@ -616,6 +755,7 @@ slot_bytes(size_t heap_idx)
     return heap_slot_size((unsigned char)heap_idx);
 }
 
+#if !SAMPLING_POINT_ON_CURSOR
 /* A cache created (or last seen) under an older start gets fresh points.
  * Its lists were rejoined when that start ended, so no tail is lost. */
 static void
@@ -628,8 +768,9 @@ cache_sync(rb_ractor_newobj_cache_t *cache)
     }
     cache->sampling_epoch = sampler.epoch;
 }
+#endif
 
-#if !SAMPLING_POINT_ON_COUNT
+#if SAMPLING_POINT_ON_LIST
 static inline sample_point_list *
 cache_list(rb_ractor_newobj_cache_t *cache, size_t heap_idx)
 {
@@ -698,7 +839,7 @@ sampling_record(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache, VALUE 
     SAMPLING_PHASE_END(SAMPLING_PHASE_RECORD, t1);
 }
 
-#if !SAMPLING_POINT_ON_COUNT
+#if SAMPLING_POINT_ON_LIST
 __attribute__((flatten)) static VALUE
 sampling_take(void *objspace_ptr, void *c, size_t heap_idx, VALUE klass, VALUE flags)
 {
@@ -725,7 +866,7 @@ sampling_take(void *objspace_ptr, void *c, size_t heap_idx, VALUE klass, VALUE f
     SAMPLING_PHASE_END(SAMPLING_PHASE_CLOCK, t1);
     return obj;
 }
-#else
+#elif SAMPLING_POINT_ON_COUNT
 /* The count's limit on heap heap_idx from the cache's count now: the next
  * point's, or the step's if that comes first. */
 static inline void
@@ -793,6 +934,145 @@ sampling_take(void *objspace_ptr, void *c, size_t heap_idx, VALUE obj, VALUE kla
 }
 #endif
 
+#if SAMPLING_POINT_ON_CURSOR
+/* ---- Ruby 4.1: the point on the bump cursor ----
+ *
+ * A heap's region [cursor, end) is a run of free slots.  When it is set,
+ * its slots are charged to the point's countdown up to the slot whose
+ * allocation reaches the next point (sample_point_limit, with the region's
+ * slots for the cap); if that slot is in the region the cursor's end is
+ * lowered to it and the real end kept in heap->sampling_end:
+ *
+ *      cursor         alloc_cursor_end          sampling_end
+ *        |  fast path   | S |   rest of region      |
+ *
+ * so with `cursor` where it is now and S the sampled slot,
+ *
+ *      bytes allocated through this heap = charged - (charge_end - cursor)
+ *      charge_end = S + slot size if lowered, else the region's end
+ *      lowered  <=>  countdown <= 0 (the allocation of S reaches the point)
+ *
+ * The cursor reaching S is the sample (sampling_take); a region given
+ * back before (sampling_state_clear) is credited with what it did not
+ * allocate.  Only two functions move a point: sampling_region_set and
+ * sampling_take.  The heap is its objspace's, written by its owner thread
+ * alone (or the world is stopped), and only the main objspace gets points
+ * (sampler_objspace). */
+
+/* The heap's point from a start or clear before this one is forgotten: a
+ * fresh gap (its end was made whole when that start ended). */
+static inline void
+heap_sync(rb_heap_t *heap)
+{
+    if (heap->sampling_epoch == sampler.epoch) return;
+    SAMPLING_ASSERT(heap->sampling_end == 0);
+    sample_point_reset(&heap->sample_point, &sampler.config);
+    heap->sampling_epoch = sampler.epoch;
+}
+
+/* The point in heap's region [cursor, end): charges its slots up to the
+ * one that reaches it, lowering the end to that slot if it is there. */
+static void
+heap_place(rb_heap_t *heap, size_t heap_idx)
+{
+    SAMPLING_ASSERT(heap->sampling_end == 0);
+    uintptr_t cursor = heap->newobj.alloc_cursor, end = heap->newobj.alloc_cursor_end;
+    if (cursor >= end) return;
+    size_t size = slot_bytes(heap_idx);
+    size_t n = sample_point_limit(&heap->sample_point, 0, (end - cursor) / size, size);
+    if (heap->sample_point.countdown > 0) return;   /* the point is further on */
+    heap->sampling_end = end;
+    heap->newobj.alloc_cursor_end = cursor + (n - 1) * size;
+}
+
+/* The end made whole, and the slots charged and not allocated credited
+ * back (the point stays where it was in the byte stream). */
+static void
+heap_unplace(rb_heap_t *heap, size_t heap_idx)
+{
+    uintptr_t cursor = heap->newobj.alloc_cursor, end = heap->newobj.alloc_cursor_end;
+    size_t size = slot_bytes(heap_idx);
+    if (heap->sampling_end) {
+        end += size;    /* S was charged */
+        heap->newobj.alloc_cursor_end = heap->sampling_end;
+        heap->sampling_end = 0;
+    }
+    if (cursor < end) heap->sample_point.countdown += (int64_t)(end - cursor);
+}
+
+static void
+sampling_region_set(void *objspace_ptr, rb_heap_t *heap, size_t heap_idx)
+{
+    if (objspace_ptr != sampler_objspace()) return;  /* (ruby_version.h) */
+    heap_sync(heap);
+    SAMPLING_PHASE_START(t0);
+    heap_place(heap, heap_idx);
+    SAMPLING_PHASE_END(SAMPLING_PHASE_PAGE, t0);
+}
+
+static void
+sampling_state_clear(void *objspace_ptr, rb_heap_t *heap)
+{
+    rb_objspace_t *objspace = objspace_ptr;
+    heap_unplace(heap, (size_t)(heap - heaps));
+}
+
+/* The cursor reached S, the slot whose allocation reaches the point:
+ * hands it out as heap_alloc_slot would (charged to the marking step,
+ * counted in the heap's total), records it, and places the next point in
+ * the rest of the region.  Qfalse, with the end left at S: the marking
+ * step's budget ran out (default.c takes a step and asks again). */
+__attribute__((flatten)) static VALUE
+sampling_take(void *objspace_ptr, rb_heap_t *heap, size_t heap_idx, VALUE klass, VALUE flags)
+{
+    rb_objspace_t *objspace = objspace_ptr;
+    if (is_incremental_marking(objspace)) {
+        if (objspace->incremental_mark_step_allocated_slots >= INCREMENTAL_MARK_STEP_ALLOCATIONS) return Qfalse;
+        objspace->incremental_mark_step_allocated_slots++;
+    }
+    SAMPLING_PHASE_START(t0);
+    size_t size = slot_bytes(heap_idx);
+    VALUE obj = (VALUE)heap->newobj.alloc_cursor;
+    heap->newobj.alloc_cursor_end = heap->sampling_end;
+    heap->sampling_end = 0;
+    rb_asan_unpoison_object(obj, true);
+    heap->newobj.alloc_cursor = obj + size;
+    heap->total_allocated_objects++;
+#if RGENGC_CHECK_MODE
+    MEMZERO((char *)obj, char, heap_slot_size(heap_idx));
+#endif
+    /* the draws are the sampler's (a start, stop or clear made every end
+     * whole, under the barrier: this point is the running start's) */
+    unsigned int lev = 0;
+    if (sampling_ractors) lev = RB_GC_VM_LOCK_NO_BARRIER();
+    uint64_t points = sample_point_reached(&heap->sample_point, &sampler.config);
+    heap_place(heap, heap_idx);
+    sampling_record(objspace, NULL, obj, klass, flags, heap_idx, points);
+    if (sampling_ractors) RB_GC_VM_UNLOCK_NO_BARRIER(lev);
+    SAMPLING_PHASE_END(SAMPLING_PHASE_TAKE, t0);
+    SAMPLING_PHASE_START(t1);
+    SAMPLING_PHASE_END(SAMPLING_PHASE_CLOCK, t1);
+    return obj;
+}
+
+/* A dead Ractor's heaps move into dst with their allocation counts:
+ * allocations of another objspace, not the sampled one's, so they count
+ * as moves do (into the sampled objspace), and src's lowered ends, if it
+ * was the sampled one (a forked child's old main), are made whole. */
+static void
+sampling_objspace_absorb(void *dst_ptr, void *src_ptr)
+{
+    rb_objspace_t *dst = dst_ptr, *objspace = src_ptr;  /* (heaps: src's) */
+    for (size_t i = 0; i < HEAP_COUNT; i++) {
+        if (heaps[i].sampling_end) heap_unplace(&heaps[i], i);
+        if (dst != sampler_objspace()) continue;
+        size_t n = heaps[i].total_allocated_objects;
+        sampler.per_heap[i].moved += n;
+        sampler.per_heap[i].allocated_at_marks += n;
+        sampler.moved_bytes += (uint64_t)n * slot_bytes(i);
+    }
+}
+#endif
 
 /* For sampled objects and for the references sites hold (classes, iseqs,
  * method entries: heap objects too): 0 unmarked, 1 marked, 2 marked old. */
@@ -830,6 +1110,11 @@ static void
 sampling_marks_finished(void *objspace_ptr)
 {
     rb_objspace_t *objspace = objspace_ptr;
+    if (!sampler_gc_p(objspace)) return;
+    /* (4.1: a global GC's driver may be another objspace; every one is
+     * marked, and the counts are the sampled one's) */
+    bool full = is_full_marking(objspace) || sampler_objspace() != objspace;
+    objspace = sampler_objspace();
     SAMPLING_PHASE_START(t0);
     malloc_drain(objspace->profile.count);
     size_t totals[HEAP_COUNT];
@@ -837,16 +1122,15 @@ sampling_marks_finished(void *objspace_ptr)
     for (size_t i = 0; i < HEAP_COUNT; i++) sampler.per_heap[i].allocated_at_marks = totals[i];
     struct sampling_now now = { objspace->profile.count, clock_bytes(totals) };
     if (sampler.records.nlive) {
-        sampling_records_check_liveness(&sampler.records, sampling_liveness, objspace, now, is_full_marking(objspace));
+        sampling_records_check_liveness(&sampler.records, sampling_liveness, objspace, now, full);
     }
     /* this GC's row, finished when its sweep ends (timeline.h) */
     sampler.row_waits = false;
-    if (sampling_on) sampling_timeline_marked(&sampler.timeline, &sampler.records, now, is_full_marking(objspace));
+    if (sampling_on) sampling_timeline_marked(&sampler.timeline, &sampler.records, now, full);
     /* Classes and code that die now: their sites are named while they can
      * still be read (nothing is swept before this returns). */
     if (sampler.records.sites.refs.size) {
-        sampling_records_check_refs(&sampler.records, sampling_liveness, sampling_name_site, objspace,
-                                    is_full_marking(objspace));
+        sampling_records_check_refs(&sampler.records, sampling_liveness, sampling_name_site, objspace, full);
     }
     records_verify("marking");
     SAMPLING_PHASE_END(SAMPLING_PHASE_MARKS, t0);
@@ -872,7 +1156,7 @@ sampling_row_finish(rb_objspace_t *objspace)
 static void
 sampling_sweep_finished(void *objspace_ptr)
 {
-    if (sampler.timeline.pending) sampling_row_finish(objspace_ptr);
+    if (sampler.timeline.pending && sampler_gc_p(objspace_ptr)) sampling_row_finish(sampler_objspace());
 }
 
 /* A reader sees every GC's row: a sweep still under way is finished
@@ -889,7 +1173,7 @@ sampler_rows_settle(rb_objspace_t *objspace)
 static void
 sampling_mark_roots(void *objspace_ptr)
 {
-    malloc_mark_queue(objspace_ptr);
+    if (sampler_gc_p(objspace_ptr)) malloc_mark_queue(objspace_ptr);
 }
 
 static uintptr_t
@@ -902,7 +1186,8 @@ sampling_location(uintptr_t ref, void *objspace)
 static void
 sampling_update_references(void *objspace_ptr)
 {
-    rb_objspace_t *objspace = objspace_ptr;
+    if (!sampler_gc_p(objspace_ptr)) return;
+    rb_objspace_t *objspace = sampler_objspace();
     /* Each move bumped the destination heap's total_allocated_objects
      * (gc_compact_move); nothing else allocates during a GC.  (On 4.0 the
      * sweep start moved the caches' counts into the totals meanwhile:
@@ -921,6 +1206,28 @@ sampling_update_references(void *objspace_ptr)
 
 /* ---- start, stop, clear (API side; VM lock and barrier held) ---- */
 
+#if SAMPLING_POINT_ON_CURSOR
+/* 4.1: the points go into the sampled objspace's regions, the ends are
+ * made whole again (no caches: the foreach calls give NULL once). */
+static void
+points_each_heap(bool place)
+{
+    rb_objspace_t *objspace = sampler_objspace();
+    for (size_t i = 0; i < HEAP_COUNT; i++) {
+        rb_heap_t *heap = &heaps[i];
+        if (place) {
+            heap_sync(heap);
+            heap_place(heap, i);
+        }
+        else if (heap->sampling_epoch == sampler.epoch) {
+            heap_unplace(heap, i);
+        }
+    }
+}
+# define rb_gc_ractor_newobj_cache_foreach(func, data) func(NULL, data)
+static void cache_place_i(void *c, void *data) { points_each_heap(true); }
+static void cache_rejoin_i(void *c, void *data) { points_each_heap(false); }
+#else
 static void
 cache_place_i(void *c, void *data)
 {
@@ -949,6 +1256,7 @@ cache_rejoin_i(void *c, void *data)
     }
 #endif
 }
+#endif
 
 /* Every counter in stats counts "since start or clear". */
 static void
@@ -1042,7 +1350,7 @@ random_seed(void)
 void
 sampler_start(const struct sampling_params *params)
 {
-    rb_objspace_t *objspace = rb_gc_get_objspace();
+    rb_objspace_t *objspace = sampler_objspace();
     /* depth frames and a location-only one (frames.h) */
     struct sampling_frame *scratch = malloc((params->depth + 1) * sizeof(*scratch));
     if (!scratch) rb_memerror();
@@ -1077,7 +1385,7 @@ sampler_start(const struct sampling_params *params)
 bool
 sampler_stop(void)
 {
-    rb_objspace_t *objspace = rb_gc_get_objspace();
+    rb_objspace_t *objspace = sampler_objspace();
     bool was_on;
     unsigned int lev = RB_GC_VM_LOCK();
     rb_gc_vm_barrier();
@@ -1092,7 +1400,7 @@ sampler_stop(void)
 void
 sampler_clear(void)
 {
-    rb_objspace_t *objspace = rb_gc_get_objspace();
+    rb_objspace_t *objspace = sampler_objspace();
     unsigned int lev = RB_GC_VM_LOCK();
     rb_gc_vm_barrier();
     {
@@ -1128,7 +1436,7 @@ sampler_params(void)
 void
 sampler_get_stats(struct sampler_stats *stats)
 {
-    rb_objspace_t *objspace = rb_gc_get_objspace();
+    rb_objspace_t *objspace = sampler_objspace();
     unsigned int lev = RB_GC_VM_LOCK();
     {
         sampler_rows_settle(objspace);     /* (the peak) */
@@ -1206,7 +1514,7 @@ sampler_timeline(void)
 uint64_t
 sampler_clock(void)
 {
-    rb_objspace_t *objspace = rb_gc_get_objspace();
+    rb_objspace_t *objspace = sampler_objspace();
     unsigned int lev = RB_GC_VM_LOCK();
     uint64_t clock = clock_bytes_all(objspace);
     RB_GC_VM_UNLOCK(lev);
@@ -1229,7 +1537,7 @@ sampler_read_begin(unsigned int *lev)
          * reading */
         sampler.readers_disabled_gc = !RTEST(rb_gc_disable());
     }
-    sampler_rows_settle(rb_gc_get_objspace());
+    sampler_rows_settle(sampler_objspace());
     malloc_drain(rb_gc_count());
     sampler.records.reading++;
     return sampler.records.next_seq;
@@ -1240,7 +1548,7 @@ sampler_read_end(unsigned int lev)
 {
     sampler.records.reading--;
     if (--sampler.readers == 0 && sampler.readers_disabled_gc) rb_gc_enable();
-    if (sampler.row_waits && !sampler.records.reading) sampling_row_finish(rb_gc_get_objspace());
+    if (sampler.row_waits && !sampler.records.reading) sampling_row_finish(sampler_objspace());
     RB_GC_VM_UNLOCK(lev);
 }
 
@@ -1250,7 +1558,7 @@ sampler_quiet(bool on)
     unsigned int lev = RB_GC_VM_LOCK();
     if (on) sampler.records.reading++;
     else sampler.records.reading--;
-    if (sampler.row_waits && !sampler.records.reading) sampling_row_finish(rb_gc_get_objspace());
+    if (sampler.row_waits && !sampler.records.reading) sampling_row_finish(sampler_objspace());
     RB_GC_VM_UNLOCK(lev);
 }
 
@@ -1274,7 +1582,7 @@ sampler_record_copy(uint32_t index, uint64_t seq, struct sampling_record *out)
 VALUE
 sampler_object(uint32_t index, uint64_t seq)
 {
-    rb_objspace_t *objspace = rb_gc_get_objspace();
+    rb_objspace_t *objspace = sampler_objspace();
     VALUE obj;
     unsigned int lev = RB_GC_VM_LOCK();
     {

@@ -207,7 +207,7 @@ struct sampling_stack_table {
 /* The sites last found, a few per slot the caller picks (a heap): a
  * sample's stack is often one of its predecessors', and the capture
  * compares the live stack with these before storing or hashing it. */
-#define SAMPLING_RECENT_SLOTS 8
+#define SAMPLING_RECENT_SLOTS 16
 #define SAMPLING_RECENT_WAYS 4
 struct sampling_recent {
     struct sampling_stack *ways[SAMPLING_RECENT_WAYS];  /* NULL: none; never a named or freed site */

@@ -26,7 +26,7 @@ class TestBuildTools < Minitest::Test
   def test_missing_source_directory
     text, status = configure("--with-ruby-source=/nonexistent/ruby")
     refute status.success?
-    assert_match(%r{'/nonexistent/ruby' is not a directory \(expected an unpacked Ruby 3\.4\.x or 4\.0\.x source tree\)}, text)
+    assert_match(%r{'/nonexistent/ruby' is not a directory \(expected an unpacked Ruby #{Regexp.escape(supported("or"))} source tree\)}, text)
   end
 
   def test_not_a_ruby_tree
@@ -51,7 +51,7 @@ class TestBuildTools < Minitest::Test
       fake_source(d, 3, 3, 8)
       text, status = configure("--with-ruby-source=#{d}")
       refute status.success?
-      assert_match(/holds Ruby 3\.3\.8; supported are 3\.4\.x and 4\.0\.x/, text)
+      assert_match(/holds Ruby 3\.3\.8; supported are #{Regexp.escape(supported)}/, text)
     end
   end
 
@@ -65,9 +65,9 @@ class TestBuildTools < Minitest::Test
   end
 
   def test_unsupported_version_option
-    text, status = configure("--with-ruby-version=4.1.0")
+    text, status = configure("--with-ruby-version=5.0.0")
     refute status.success?
-    assert_match(/unsupported Ruby version '4\.1\.0' \(--with-ruby-version\): supported are 3\.4\.x and 4\.0\.x/, text)
+    assert_match(/unsupported Ruby version '5\.0\.0' \(--with-ruby-version\): supported are #{Regexp.escape(supported)}/, text)
   end
 
   def test_tarball_of_another_version
@@ -114,7 +114,7 @@ class TestBuildTools < Minitest::Test
     Dir.mktmpdir do |d|
       text, status = configure("--with-ruby-build=#{fake_build(d, version: "3.3.8")}")
       refute status.success?
-      assert_match(/is Ruby 3\.3\.8; supported are 3\.4\.x and 4\.0\.x/, text)
+      assert_match(/is Ruby 3\.3\.8; supported are #{Regexp.escape(supported)}/, text)
     end
   end
 
@@ -178,14 +178,22 @@ class TestBuildTools < Minitest::Test
   end
 
   # A release newer than the table: a tarball made like upstream's (with
-  # configure), holding 4.0.5's default.c under version 4.0.7.
-  def fake_release(d, version, default_c)
+  # configure), holding 4.0.5's default.c under version 4.0.8 (as .tar.xz,
+  # or .tar.gz, which upstream publishes too).
+  def fake_release(d, version, default_c, ext: "xz")
     root = File.join(d, "ruby-#{version}")
     fake_source(root, *version.split(".").map(&:to_i))
     File.write(File.join(root, "gc/default/default.c"), default_c)
-    tarball = File.join(d, "ruby-#{version}.tar.xz")
-    system("tar", "-cJf", tarball, "-C", d, "ruby-#{version}", exception: true)
+    tarball = File.join(d, "ruby-#{version}.tar.#{ext}")
+    system("tar", ext == "gz" ? "-czf" : "-cJf", tarball, "-C", d, "ruby-#{version}", exception: true)
     tarball
+  end
+
+  # The series the checkout has (patches/X.Y), as the messages list them.
+  def supported(last = "and")
+    series = Dir[File.join(TOP, "patches", "*")].map { |p| File.basename(p) }.sort_by { |v| v.split(".").map(&:to_i) }
+    names = series.map { |v| "#{v}.x" }
+    names.size == 1 ? names[0] : "#{names[0..-2].join(", ")} #{last} #{names[-1]}"
   end
 
   def default_c_of_4_0_5
@@ -199,7 +207,7 @@ class TestBuildTools < Minitest::Test
   def test_newer_release_needs_the_users_sum
     default_c = default_c_of_4_0_5
     Dir.mktmpdir do |d|
-      tarball = fake_release(d, "4.0.7", default_c)
+      tarball = fake_release(d, "4.0.8", default_c)
       sum = Digest::SHA256.file(tarball).hexdigest
       text, status = configure("--with-ruby-tarball=#{tarball}")
       refute status.success?
@@ -213,9 +221,24 @@ class TestBuildTools < Minitest::Test
         out, err, status = Open3.capture3(File.join(TOP, "configure"), "--with-ruby-tarball=#{tarball}",
                                           "--with-ruby-sha256=#{sum.upcase}", chdir: build)
         assert status.success?, out + err
-        assert_match(/Ruby: +4\.0\.7 \(patches\/4\.0\)/, out)
-        assert_match(%r{prefix: +#{Regexp.escape(File.realpath(build))}/build-4\.0\.7/ruby}, out)
+        assert_match(/Ruby: +4\.0\.8 \(patches\/4\.0\)/, out)
+        assert_match(%r{prefix: +#{Regexp.escape(File.realpath(build))}/build-4\.0\.8/ruby}, out)
         assert_match(/accepted by the SHA-256 given with --with-ruby-sha256/, out + err)
+      end
+    end
+  end
+
+  # Upstream publishes .tar.gz beside .tar.xz: one is accepted by its sum.
+  def test_newer_release_as_tar_gz
+    default_c = default_c_of_4_0_5
+    Dir.mktmpdir do |d|
+      tarball = fake_release(d, "4.0.8", default_c, ext: "gz")
+      sum = Digest::SHA256.file(tarball).hexdigest
+      Dir.mktmpdir do |build|
+        out, err, status = Open3.capture3(File.join(TOP, "configure"), "--with-ruby-tarball=#{tarball}",
+                                          "--with-ruby-sha256=#{sum}", chdir: build)
+        assert status.success?, out + err
+        assert_match(/Ruby: +4\.0\.8 \(patches\/4\.0\)/, out)
       end
     end
   end
