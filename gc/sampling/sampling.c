@@ -222,6 +222,12 @@ ALWAYS_INLINE(static void hook_cache_clear(struct ractor_newobj_cache *cache, si
 #define GC_HOOK_MARK_ROOTS(objspace) sampling_mark_roots(objspace)
 #define GC_HOOK_MARKS_FINISHED(objspace) sampling_marks_finished(objspace)
 #define GC_HOOK_UPDATE_REFERENCES(objspace) sampling_update_references(objspace)
+#if SAMPLING_POINT_ON_CURSOR
+/* 4.1 tells the event hooks only when the objspace's own Ractor asked
+ * for an event: the end of the sweep is patches/4.1's hook. */
+#define GC_HOOK_SWEEP_FINISHED(objspace) sampling_sweep_finished(objspace)
+#define SAMPLING_GC_EVENT(objspace, event) ((void)0)
+#else
 /* Not a patch's hook: default.c's gc_sweep_finish tells the event hooks
  * RUBY_INTERNAL_EVENT_GC_END_SWEEP, through shared_object.h's
  * rb_gc_event_hook, which calls this first. */
@@ -233,6 +239,7 @@ sampling_gc_event(void *objspace, rb_event_flag_t event)
     if (event == RUBY_INTERNAL_EVENT_GC_END_SWEEP) sampling_sweep_finished(objspace);
 }
 #define SAMPLING_GC_EVENT(objspace, event) sampling_gc_event((objspace), (event))
+#endif
 
 /* ---- the default GC, with the hooks above ---- */
 
@@ -443,9 +450,11 @@ void *
 rb_gc_impl_ractor_cache_alloc(void *objspace_ptr, void *ractor)
 {
 #if SAMPLING_POINT_ON_CURSOR
-    /* 4.1: no cache (NULL), called once a Ractor, its own objspace made */
-    static unsigned int ractors;
-    if (!sampling_ractors && ractors++ > 0) sampling_ractors = true;
+    /* 4.1: no cache (NULL), so the main Ractor asks twice (at boot and
+     * when it joins the VM's set): a second Ractor is another one */
+    static void *first;
+    if (!first) first = ractor;
+    else if (ractor != first) sampling_ractors = true;
     return rb_gc_impl_ractor_cache_alloc_default(objspace_ptr, ractor);
 #else
     rb_objspace_t *objspace = objspace_ptr;

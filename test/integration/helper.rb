@@ -24,9 +24,23 @@ module SamplingTestHelper
     Open3.capture3(env, RUBY, *args, "-e", code)
   end
 
-  # Objects that land on each of the five heaps (40, 80, 160, 320, 640 bytes).
-  STRING_LENGTHS = { 40 => 10, 80 => 40, 160 => 120, 320 => 280, 640 => 600 }.freeze
-  ARRAY_LENGTHS = { 40 => 2, 80 => 7, 160 => 16, 320 => 36, 640 => 70 }.freeze
+  # The heaps' slot sizes: 40, 80, 160, 320, 640 bytes on 3.4 and 4.0;
+  # twelve sizes from 32 to 1024 on 4.1.
+  SLOT_SIZES = GC.stat_heap.map { |_, h| h[:slot_size] }.freeze
+
+  # The longest embedded String and Array that land on each heap (an
+  # embedded object's memsize is its slot), for the heaps one can reach:
+  # {40 => 16, 80 => 56, ...}.  Both kinds reach the same heaps.
+  def self.lengths_by_slot(limit)
+    SLOT_SIZES.to_h { |size| [size, (0..limit).select { |n| ObjectSpace.memsize_of(yield(n)) == size }.max] }
+              .compact.freeze
+  end
+  STRING_LENGTHS = lengths_by_slot(1024) { |n| "x" * n }
+  ARRAY_LENGTHS = lengths_by_slot(128) { |n| Array.new(n, 0) }
+  # The heaps that both kinds reach, smallest first.
+  OBJECT_SLOTS = (STRING_LENGTHS.keys & ARRAY_LENGTHS.keys).freeze
+  # The slot of an Object.new with no ivars: 40 bytes, 32 on 4.1.
+  PLAIN_OBJECT_SLOT = ObjectSpace.memsize_of(Object.new)
 
   def object_for(slot_size, kind)
     case kind

@@ -81,7 +81,7 @@ class TestApiErrors < Minitest::Test
     assert_equal :poisson, s[:mode]
     assert_equal 128, s[:depth]
     assert_equal 100_000, s[:max_samples]
-    assert_equal 5, s[:heaps].size
-    assert_equal [40, 80, 160, 320, 640], s[:heaps].map { |h| h[:slot_size] }
+    assert_equal SLOT_SIZES.size, s[:heaps].size
+    assert_equal SLOT_SIZES, s[:heaps].map { |h| h[:slot_size] }
   end
 end

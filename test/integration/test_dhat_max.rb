@@ -33,13 +33,14 @@ class TestDhatMax < Minitest::Test
     refute_nil e
     refute_nil l
 
-    assert_in_delta N * 40, e["tb"], N * 40 * 0.1, "the early objects' bytes"
+    size = PLAIN_OBJECT_SLOT
+    assert_in_delta N * size, e["tb"], N * size * 0.1, "the early objects' bytes"
     assert_equal 0, e["gb"], "none at the peak"
     assert_equal 0, e["eb"], "none at the end"
     assert_in_delta e["tb"], e["mb"], e["tb"] * 0.02, "all live at once, at the GC after they were made"
     assert_in_delta e["tbk"], e["mbk"], e["tbk"] * 0.02, "blocks then"
 
-    assert_in_delta 2 * N * 40, l["gb"], 2 * N * 40 * 0.1, "the late ones made the peak"
+    assert_in_delta 2 * N * size, l["gb"], 2 * N * size * 0.1, "the late ones made the peak"
     assert_equal l["gb"], l["mb"], "and their most is at the peak"
   ensure
     $early = $late = nil

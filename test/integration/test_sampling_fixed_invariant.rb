@@ -18,7 +18,7 @@ class TestSamplingFixedInvariant < Minitest::Test
   def churn(rng, n)
     keep = []
     n.times do
-      slot = [40, 80, 160, 320, 640].sample(random: rng)
+      slot = OBJECT_SLOTS.sample(random: rng)
       obj = object_for(slot, rng.rand(2).zero? ? :string : :array)
       keep << obj if rng.rand(4).zero?
     end

@@ -13,7 +13,7 @@ class TestSamplingFixedStatReads < Minitest::Test
       Sampler.start(interval: interval, mode: :fixed, max_samples: 1_000)
       keep = []
       20_000.times do |i|
-        slot = [40, 80, 160, 320, 640].sample(random: rng)
+        slot = OBJECT_SLOTS.sample(random: rng)
         obj = object_for(slot, :string)
         keep << obj if i % 7 == 0
         GC.stat(:total_allocated_objects) if i % 13 == 0

@@ -22,7 +22,7 @@ class TestSamplingTypes < Minitest::Test
     s, obj = sample_of { yield }
     assert_equal type, s.type
     assert_same klass, s.klass
-    assert_includes [40, 80, 160, 320, 640], s.size
+    assert_includes SLOT_SIZES, s.size
     assert_equal s.size, s.weight, "interval 1: the weight is the slot size"
     assert_equal GC.count, s.allocated_gc if s.allocated_gc == GC.count
     s
@@ -49,9 +49,9 @@ class TestSamplingTypes < Minitest::Test
   end
 
   def test_slot_sizes
-    s, _ = sample_of { "x" * 600 }
+    s, _ = sample_of { "x" * STRING_LENGTHS[640] }
     assert_equal 640, s.size
-    s, _ = sample_of { Array.new(16, 0) }
+    s, _ = sample_of { Array.new(ARRAY_LENGTHS[160], 0) }
     assert_equal 160, s.size
   end
 
