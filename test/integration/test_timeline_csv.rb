@@ -12,12 +12,14 @@ class TestTimelineCsv < Minitest::Test
     Sampler.start(interval: 4096)
     first = GC.count + 1
     GC.start(full_mark: false)
+    # (Ruby 4.1 may make it a major GC: major_by :oldgen)
+    minor_was_major = !GC.latest_gc_info(:major_by).nil?
     GC.start
     rows = Sampler.timeline
     Sampler.stop
     assert_operator rows.size, :>=, 2
     assert_equal [first, first + 1], rows.last(2).map { |r| r[:gc] } if rows.size == 2
-    assert_equal [false, true], rows.last(2).map { |r| r[:major] }
+    assert_equal [minor_was_major, true], rows.last(2).map { |r| r[:major] }
     assert rows.each_cons(2).all? { |a, b| a[:gc] < b[:gc] && a[:seconds] <= b[:seconds] }, "oldest first"
     assert rows.all? { |r| r[:live_bytes] == r[:live_slot_bytes] + r[:live_malloc_bytes] }
     out = StringIO.new
