@@ -202,8 +202,12 @@ walk_push_root(struct walk *w, VALUE obj, int kind)
     w->kinds[w->nroots++] = (uint8_t)kind;
 }
 
-/* (a root kind's byte: the JITs' own roots are put off) */
+/* (a root kind's byte: the JITs' own roots are put off; a Ractor's own
+ * roots, 4.1's "ractor" category, hold its running frames' code, which
+ * running it does not own, as the machine stack may) */
 #define WALK_ROOT_PUT_OFF 0x80
+#define WALK_ROOT_RUNNING 0x40
+#define WALK_ROOT_FLAGS (WALK_ROOT_PUT_OFF | WALK_ROOT_RUNNING)
 
 static int
 root_kind_of(const char *category)
@@ -211,7 +215,13 @@ root_kind_of(const char *category)
     if (!category) return SAMPLER_ROOT_OTHER;
     if (!strcmp(category, "YJIT") || !strcmp(category, "ZJIT")) return SAMPLER_ROOT_OTHER | WALK_ROOT_PUT_OFF;
     if (!strcmp(category, "global_tbl")) return SAMPLER_ROOT_GLOBAL;
-    if (!strcmp(category, "vm")) return SAMPLER_ROOT_VM;
+    /* (4.1 marks the Ractors, their threads and the registered C
+     * globals and symbols under categories of their own, before "vm",
+     * which held them on 3.4 and 4.0) */
+    if (!strcmp(category, "ractor")) return SAMPLER_ROOT_VM | WALK_ROOT_RUNNING;
+    if (!strcmp(category, "vm") || !strcmp(category, "registered_globals") || !strcmp(category, "global_symbols")) {
+        return SAMPLER_ROOT_VM;
+    }
     if (!strcmp(category, "machine_context")) return SAMPLER_ROOT_MACHINE_STACK;
     if (!strcmp(category, "end_proc")) return SAMPLER_ROOT_END_PROC;
     return SAMPLER_ROOT_OTHER;
@@ -269,10 +279,10 @@ sampler_retention_walk(struct retention *r, size_t max_nodes, uint64_t limit, ui
      * the VM hold is named by the global. */
     for (int kind = 0; kind < SAMPLER_ROOT_KINDS; kind++) {
         for (size_t i = 0; i < w.nroots; i++) {
-            if ((w.kinds[i] & ~WALK_ROOT_PUT_OFF) != kind) continue;
+            if ((w.kinds[i] & ~WALK_ROOT_FLAGS) != kind) continue;
             VALUE root = w.roots[i];
             if ((w.kinds[i] & WALK_ROOT_PUT_OFF) || walk_cache_p(root) ||
-                (kind == SAMPLER_ROOT_MACHINE_STACK && walk_code_p(root))) {
+                ((kind == SAMPLER_ROOT_MACHINE_STACK || (w.kinds[i] & WALK_ROOT_RUNNING)) && walk_code_p(root))) {
                 retention_add_cache_root(r, (uintptr_t)root, (uint32_t)kind);
             }
             else {

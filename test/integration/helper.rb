@@ -234,7 +234,10 @@ end
 # ObjectSpace.reachable_objects_from_root's objects of its category.  A
 # path that does not exist in the heap fails.
 module RetentionHelper
-  ROOT_CATEGORIES = { vm: "vm", global: "global_tbl", machine_stack: "machine_context", end_proc: "end_proc" }.freeze
+  # (4.1 splits the VM's roots: its Ractors and registered globals and
+  # symbols come under categories of their own)
+  ROOT_CATEGORIES = { vm: %w[vm ractor registered_globals global_symbols], global: %w[global_tbl],
+                      machine_stack: %w[machine_context], end_proc: %w[end_proc] }.freeze
 
   # The live sample of class klass allocated at line of file (the
   # innermost frame), found without holding its object.
@@ -280,7 +283,7 @@ module RetentionHelper
       assert(root[:object] || root[:address], "the machine stack root names nothing: #{root[:label]}")
     elsif (category = ROOT_CATEGORIES[root[:kind]])
       # (an identity Hash: its keys are new Strings)
-      roots = ObjectSpace.reachable_objects_from_root.select { |k, _| k == category }.values.flatten(1)
+      roots = ObjectSpace.reachable_objects_from_root.select { |k, _| category.include?(k) }.values.flatten(1)
       assert roots.any? { |r| root[:object] ? r.equal?(root[:object]) : address_of(r) == root[:address] },
              "the root #{root[:label]} is not among the #{category} roots"
     else
