@@ -332,9 +332,10 @@ hook_alloc_region_advanced(rb_objspace_t *objspace, rb_heap_t *heap, size_t heap
 static inline void
 hook_alloc_state_clear(rb_objspace_t *objspace, rb_heap_t *heap)
 {
-    /* a lowered end: the region is whole again, and what was charged and
-     * not allocated is credited back */
-    if (RB_UNLIKELY(heap->sampling_end != 0)) sampling_state_clear(objspace, heap);
+    /* sampling (or a lowered end left by a stop that raced nothing, but
+     * checked all the same): the region is whole again, and what was
+     * charged and not allocated is credited back */
+    if (RB_UNLIKELY(sampling_on || heap->sampling_end != 0)) sampling_state_clear(objspace, heap);
 }
 #elif SAMPLING_POINT_ON_COUNT
 /* GC_HOOK_ALLOCATED_LIMIT_REACHED: the cache's count on heap_idx reached
@@ -1023,7 +1024,9 @@ static void
 sampling_state_clear(void *objspace_ptr, rb_heap_t *heap)
 {
     rb_objspace_t *objspace = objspace_ptr;
-    heap_unplace(heap, (size_t)(heap - heaps));
+    /* (a heap whose region was charged under this start; another one's
+     * point is drawn afresh when it next gets a region) */
+    if (heap->sampling_epoch == sampler.epoch || heap->sampling_end) heap_unplace(heap, (size_t)(heap - heaps));
 }
 
 /* The cursor reached S, the slot whose allocation reaches the point:

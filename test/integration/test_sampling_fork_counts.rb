@@ -14,6 +14,9 @@ class TestSamplingForkCounts < Minitest::Test
     3.times { Process.wait(fork { child_site }) }
   RUBY
 
+  # A String of 300 and the literal: 640 + 40 bytes (4.1: 512 + 40).
+  EACH = ObjectSpace.memsize_of("p" * 300) + ObjectSpace.memsize_of("p")
+
   def test_children_count_their_own
     Dir.mktmpdir do |dir|
       File.write(File.join(dir, "prog.rb"), PROGRAM)
@@ -25,15 +28,15 @@ class TestSamplingForkCounts < Minitest::Test
       parent = files.find { |f| f.end_with?("p-#{status.pid}.pb.gz") }
       children = files - [parent]
       by_function = ->(path, fn) { pprof("-top", "-sample_index=alloc_space", "-unit=B", "-nodecount=100000", path)[/^\s*\S+\s+\S+\s+\S+\s+(\d+)B\s+\S+\s+#{Regexp.escape(fn)}$/, 1].to_i }
-      assert_in_delta 20_000 * 680, by_function.(parent, "Object#parent_site"), 16_384 * 2
+      assert_in_delta 20_000 * EACH, by_function.(parent, "Object#parent_site"), 16_384 * 2
       children.each do |child|
         assert_equal 0, by_function.(child, "Object#parent_site"), "#{child}: the parent's allocations are not the child's"
-        assert_in_delta 2_000 * 680, by_function.(child, "Object#child_site"), 16_384 * 2
+        assert_in_delta 2_000 * EACH, by_function.(child, "Object#child_site"), 16_384 * 2
         inuse = pprof("-top", "-sample_index=inuse_space", "-unit=B", child)
         assert_match(/<main>/, inuse, "#{child}: what it inherited and holds is in use")
       end
       total = files.sum { |f| pprof_samples(f).sum { |s| s[:values][1] } }
-      assert_operator total, :<, (20_000 + 3 * 2_000 + 1_000) * 680 + 4 * 1_000_000, "the merged profile counts each allocation once"
+      assert_operator total, :<, (20_000 + 3 * 2_000 + 1_000) * EACH + 4 * 1_000_000, "the merged profile counts each allocation once"
     end
   end
 end

@@ -5,18 +5,19 @@ require_relative "helper"
 
 class TestSamplingPoisson < Minitest::Test
   N = 200_000
+  SIZE = PLAIN_OBJECT_SLOT    # Object.new's slot: 40 bytes (4.1: 32)
 
   def allocate_n = N.times { Object.new }
 
   def test_counts_within_6_sigma
     interval = 4096
-    p = 1 - Math.exp(-40.0 / interval)      # chance a 40-byte slot holds a point
+    p = 1 - Math.exp(-SIZE.to_f / interval)  # chance a slot holds a point
     (1..12).each do |seed|
       Sampler.clear
       Sampler.start(interval: interval, mode: :poisson, seed: seed)
       allocate_n
-      h = heap_stats[40]
-      n = h[:allocated_bytes] / 40
+      h = heap_stats[SIZE]
+      n = h[:allocated_bytes] / SIZE
       mean = n * p
       sigma = Math.sqrt(n * p * (1 - p))
       assert_in_delta mean, h[:samples], 6 * sigma, "seed #{seed}: #{h[:samples]} samples of #{n} allocations"
@@ -28,11 +29,11 @@ class TestSamplingPoisson < Minitest::Test
     Sampler.start(interval: 2048, mode: :poisson, seed: 99, max_samples: 1_000_000)
     allocate_n
     Sampler.stop
-    stats = heap_stats[40]
-    estimate = Sampler.samples.select { |s| s.size == 40 }.sum(&:weight)
+    stats = heap_stats[SIZE]
+    estimate = Sampler.samples.select { |s| s.size == SIZE }.sum(&:weight)
     truth = stats[:allocated_bytes]
-    p = 1 - Math.exp(-40.0 / 2048)
-    rel_sd = Math.sqrt((1 - p) / (truth / 40 * p))
+    p = 1 - Math.exp(-SIZE.to_f / 2048)
+    rel_sd = Math.sqrt((1 - p) / (truth / SIZE * p))
     assert_in_delta 1.0, estimate / truth, 6 * rel_sd
   end
 
