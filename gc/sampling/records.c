@@ -313,6 +313,11 @@ sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn
     while (i < r->nlive) {
         struct sampling_live l = r->live[i];
         int state = liveness(l.obj, data);
+        if (state < 0) {
+            /* not this marking's object: as it was */
+            i++;
+            continue;
+        }
         if (state == 2 && i >= r->nold) {
             /* promoted: swap into the old part (the young entry it
              * displaces was checked already); once in its life */

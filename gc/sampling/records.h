@@ -206,7 +206,8 @@ bool sampling_records_reserve(struct sampling_records *r);
 uint32_t sampling_records_add(struct sampling_records *r, const struct sampling_sample_in *in);
 
 /* The end of a marking: asks `liveness` about live records' objects (0:
- * unmarked, dead; 1: marked; 2: marked and old).  Dead ones get freed_gc
+ * unmarked, dead; 1: marked; 2: marked and old; -1: not this marking's,
+ * left as it was: another objspace's, on Ruby 4.1).  Dead ones get freed_gc
  * and freed_bytes from now, lose their object, and count their death in
  * their site; old ones move to the promoted part of live[] and count
  * their promotion.  A minor marking (major false) asks about young

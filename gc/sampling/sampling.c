@@ -166,7 +166,8 @@ ALWAYS_INLINE(static void hook_alloc_state_clear(struct rb_objspace *objspace, s
 #define GC_HOOK_HEAP_FIELDS \
     uintptr_t sampling_end; \
     struct sample_point sample_point; \
-    uint64_t sampling_epoch;
+    uint64_t sampling_epoch; \
+    size_t sampling_base, sampling_moved, sampling_at_marks;
 /* (objspace, heap, heap_idx GC_HOOK_NEWOBJ_ARGS) */
 #define GC_HOOK_ALLOC_CURSOR_END(...) hook_alloc_cursor_end(__VA_ARGS__)
 #define GC_HOOK_ALLOC_REGION_SET(objspace, heap, heap_idx) hook_alloc_region_set((objspace), (heap), (heap_idx))
@@ -259,6 +260,9 @@ void rb_gc_impl_free_default(void *objspace_ptr, void *ptr, size_t old_size);
 #define rb_gc_impl_realloc rb_gc_impl_realloc_default
 #define rb_gc_impl_free rb_gc_impl_free_default
 #define rb_gc_impl_set_params rb_gc_impl_set_params_default
+#if SAMPLING_POINT_ON_CURSOR
+# define rb_gc_impl_objspace_free rb_gc_impl_objspace_free_default
+#endif
 #include "gc/default/default.c"
 #if SAMPLING_POINT_ON_COUNT && defined(GC_HOOK_NEWOBJ_CACHE_MISS_UNLOCKED)
 /* (an older patches/4.0, whose hooks cut the free list: this library
@@ -270,6 +274,7 @@ void rb_gc_impl_free_default(void *objspace_ptr, void *ptr, size_t old_size);
 #undef rb_gc_impl_realloc
 #undef rb_gc_impl_free
 #undef rb_gc_impl_set_params
+#undef rb_gc_impl_objspace_free
 #undef rb_gc_impl_active_gc_name
 #undef rb_gc_impl_init
 #undef rb_gc_impl_ractor_cache_alloc
@@ -478,7 +483,15 @@ void
 sampler_gc_after_fork(void *objspace_ptr, rb_pid_t pid)
 {
     rb_gc_impl_after_fork_default(objspace_ptr, pid);
-    if (pid == 0) sampler_after_fork(objspace_ptr);
+    if (pid != 0) return;
+#if SAMPLING_POINT_ON_CURSOR
+    /* (the child's objspaces are walked under the VM lock: objspaces_each) */
+    unsigned int lev = RB_GC_VM_LOCK_NO_BARRIER();
+    sampler_after_fork(objspace_ptr);
+    RB_GC_VM_UNLOCK_NO_BARRIER(lev);
+#else
+    sampler_after_fork(objspace_ptr);
+#endif
 }
 
 void
@@ -517,6 +530,9 @@ static struct {
         size_t stopped_allocated;           /* objects allocated while enabled, frozen at stop */
     } per_heap[HEAP_COUNT];
     uint64_t moved_bytes;                   /* compaction moves since boot, in slot bytes: the allocation clock's */
+#if SAMPLING_POINT_ON_CURSOR
+    size_t departed[HEAP_COUNT];            /* 4.1: what absorbed and freed objspaces counted since start */
+#endif
     int readers;
     bool readers_disabled_gc;
     struct sampling_timeline timeline;      /* a row per GC, and the peak (timeline.h) */
@@ -842,7 +858,7 @@ sampling_record(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache, VALUE 
     in.sample.weight = sampler.config.mode == SAMPLING_MODE_FIXED ? (double)points * (double)sampler.config.interval
                                                                   : h->poisson_weight;
     in.sample.allocated_gc = objspace->profile.count;
-    in.sample.allocated_bytes = clock_now(objspace, cache);
+    in.sample.allocated_bytes = clock_now(sampler_objspace(), cache);   /* (4.1: the main Ractor's clock) */
     in.sample.size = (uint32_t)size;
     in.sample.heap = (uint8_t)heap_idx;
     sampling_records_add(&sampler.records, &in);
@@ -966,8 +982,17 @@ sampling_take(void *objspace_ptr, void *c, size_t heap_idx, VALUE obj, VALUE kla
  * back before (sampling_state_clear) is credited with what it did not
  * allocate.  Only two functions move a point: sampling_region_set and
  * sampling_take.  The heap is its objspace's, written by its owner thread
- * alone (or the world is stopped), and only the main objspace gets points
- * (sampler_objspace). */
+ * alone (or the world is stopped): every Ractor's heaps get points, and
+ * what they share (the generator's draws, the records) is taken under the
+ * VM lock once there are Ractors (without joining a barrier: a slot taken
+ * is not yet an object).
+ *
+ * A heap also counts its allocations since the start it belongs to
+ * (stats[:heaps]): its total less sampling_base (the total when it got
+ * this start's first point) and sampling_moved (compaction's moves and
+ * the heaps it absorbed, which default.c counts as allocations).  A
+ * Ractor's objspace that is absorbed or freed leaves its count in
+ * sampler.departed; stats add every objspace's. */
 
 /* The heap's point from a start or clear before this one is forgotten: a
  * fresh gap (its end was made whole when that start ended). */
@@ -976,8 +1001,31 @@ heap_sync(rb_heap_t *heap)
 {
     if (heap->sampling_epoch == sampler.epoch) return;
     SAMPLING_ASSERT(heap->sampling_end == 0);
+    /* (the generator is shared by every Ractor) */
+    unsigned int lev = 0;
+    if (sampling_ractors) lev = RB_GC_VM_LOCK_NO_BARRIER();
     sample_point_reset(&heap->sample_point, &sampler.config);
+    if (sampling_ractors) RB_GC_VM_UNLOCK_NO_BARRIER(lev);
+    heap->sampling_base = heap->total_allocated_objects;
+    heap->sampling_moved = 0;
+    heap->sampling_at_marks = heap->total_allocated_objects;
     heap->sampling_epoch = sampler.epoch;
+}
+
+/* heaps[i] of another objspace than the one in scope (heaps is
+ * default.c's macro over `objspace`). */
+static inline rb_heap_t *
+objspace_heap(rb_objspace_t *objspace, size_t i)
+{
+    return &heaps[i];
+}
+
+/* Objects heap allocated since the start it belongs to (0 if none). */
+static inline size_t
+heap_counted(const rb_heap_t *heap)
+{
+    if (heap->sampling_epoch != sampler.epoch) return 0;
+    return heap->total_allocated_objects - heap->sampling_base - heap->sampling_moved;
 }
 
 /* The point in heap's region [cursor, end): charges its slots up to the
@@ -1013,7 +1061,6 @@ heap_unplace(rb_heap_t *heap, size_t heap_idx)
 static void
 sampling_region_set(void *objspace_ptr, rb_heap_t *heap, size_t heap_idx)
 {
-    if (objspace_ptr != sampler_objspace()) return;  /* (ruby_version.h) */
     heap_sync(heap);
     SAMPLING_PHASE_START(t0);
     heap_place(heap, heap_idx);
@@ -1068,31 +1115,113 @@ sampling_take(void *objspace_ptr, rb_heap_t *heap, size_t heap_idx, VALUE klass,
 }
 
 /* A dead Ractor's heaps move into dst with their allocation counts:
- * allocations of another objspace, not the sampled one's, so they count
- * as moves do (into the sampled objspace), and src's lowered ends, if it
- * was the sampled one (a forked child's old main), are made whole. */
+ * what src counted since the start is left in sampler.departed, and
+ * dst's count does not change (the totals it takes count as moves);
+ * src's lowered ends are made whole.  The main objspace's clock counts
+ * the main Ractor's allocations: absorbed ones are moves there too. */
 static void
 sampling_objspace_absorb(void *dst_ptr, void *src_ptr)
 {
     rb_objspace_t *dst = dst_ptr, *objspace = src_ptr;  /* (heaps: src's) */
     for (size_t i = 0; i < HEAP_COUNT; i++) {
-        if (heaps[i].sampling_end) heap_unplace(&heaps[i], i);
+        rb_heap_t *heap = &heaps[i], *dheap = objspace_heap(dst, i);
+        if (heap->sampling_end) heap_unplace(heap, i);
+        size_t n = heap->total_allocated_objects;
+        sampler.departed[i] += heap_counted(heap);
+        heap->sampling_epoch = 0;   /* (counted: objspace_free leaves it) */
+        if (dheap->sampling_epoch == sampler.epoch) {
+            dheap->sampling_moved += n;
+            dheap->sampling_at_marks += n;
+        }
         if (dst != sampler_objspace()) continue;
-        size_t n = heaps[i].total_allocated_objects;
         sampler.per_heap[i].moved += n;
         sampler.per_heap[i].allocated_at_marks += n;
         sampler.moved_bytes += (uint64_t)n * slot_bytes(i);
     }
 }
+
+/* An objspace freed (a Ractor's, not absorbed) leaves its count. */
+void
+rb_gc_impl_objspace_free(void *objspace_ptr)
+{
+    rb_objspace_t *objspace = objspace_ptr;
+    for (size_t i = 0; i < HEAP_COUNT; i++) {
+        sampler.departed[i] += heap_counted(&heaps[i]);
+        heaps[i].sampling_epoch = 0;
+    }
+    rb_gc_impl_objspace_free_default(objspace_ptr);
+}
+
+/* Every objspace's heaps, or the one's there is (VM lock held when a
+ * second Ractor was made). */
+static void
+objspaces_each(void (*func)(void *objspace, void *data), void *data)
+{
+    if (sampling_ractors) rb_gc_vm_each_objspace(func, data);
+    else func(sampler_objspace(), data);
+}
+
+/* The end of a marking that may be followed by compaction: each heap's
+ * total then, so the moves are told apart (sampling_update_references).
+ * A global GC marked every objspace (default.c's snapshot of them). */
+static void
+heaps_at_marks_i(void *objspace_ptr, void *data)
+{
+    rb_objspace_t *objspace = objspace_ptr;
+    for (size_t i = 0; i < HEAP_COUNT; i++) heaps[i].sampling_at_marks = heaps[i].total_allocated_objects;
+}
+
+static void
+heaps_moved_i(void *objspace_ptr, void *data)
+{
+    rb_objspace_t *objspace = objspace_ptr;
+    for (size_t i = 0; i < HEAP_COUNT; i++) {
+        rb_heap_t *heap = &heaps[i];
+        if (heap->sampling_epoch == sampler.epoch) heap->sampling_moved += heap->total_allocated_objects - heap->sampling_at_marks;
+        heap->sampling_at_marks = heap->total_allocated_objects;
+    }
+}
+
+static void
+objspaces_gc_each(rb_objspace_t *gc_objspace, void (*func)(void *objspace, void *data))
+{
+    if (gc_objspace->flags.during_global_gc) {
+        for (size_t i = 0; i < global_objspace->global_gc.n_objspaces; i++) func(global_objspace->global_gc.objspaces[i], NULL);
+    }
+    else {
+        func(gc_objspace, NULL);
+    }
+}
+
+static void
+objspaces_at_marks(rb_objspace_t *gc_objspace)
+{
+    objspaces_gc_each(gc_objspace, heaps_at_marks_i);
+}
+
+/* stats[:heaps]: every objspace's count since the start, and the
+ * departed ones'. */
+static void
+heaps_counted_i(void *objspace_ptr, void *data)
+{
+    rb_objspace_t *objspace = objspace_ptr;
+    size_t *out = data;
+    for (size_t i = 0; i < HEAP_COUNT; i++) out[i] += heap_counted(&heaps[i]);
+}
 #endif
 
 /* For sampled objects and for the references sites hold (classes, iseqs,
- * method entries: heap objects too): 0 unmarked, 1 marked, 2 marked old. */
+ * method entries: heap objects too): 0 unmarked, 1 marked, 2 marked old;
+ * -1 not this marking's (4.1: a local GC marks its own objspace's objects
+ * alone). */
 static int
 sampling_liveness(uintptr_t obj, void *data)
 {
     rb_objspace_t *objspace = data;
     if (obj & 1) return 1;  /* a malloc'd block (malloc.c): its free ends it */
+#if SAMPLING_POINT_ON_CURSOR
+    if (!objspace->flags.during_global_gc && GET_HEAP_PAGE((VALUE)obj)->objspace != objspace) return -1;
+#endif
     if (!RVALUE_MARKED(objspace, (VALUE)obj)) return 0;
     return RVALUE_OLD_P(objspace, (VALUE)obj) ? 2 : 1;
 }
@@ -1118,15 +1247,42 @@ sampling_name_site(const struct sampling_stack *site, void *objspace)
     return sampling_names_of(site->frames, site->nframes, site->kind.origin, site->klass);
 }
 
+#if SAMPLING_POINT_ON_CURSOR
+static void objspaces_at_marks(rb_objspace_t *gc_objspace);
+#endif
+
 static void
 sampling_marks_finished(void *objspace_ptr)
 {
-    rb_objspace_t *objspace = objspace_ptr;
-    if (!sampler_gc_p(objspace)) return;
+    rb_objspace_t *gc_objspace = objspace_ptr;
+#if SAMPLING_POINT_ON_CURSOR
+    /* 4.1: a local GC of another Ractor's objspace runs on that Ractor's
+     * thread without the VM lock; the records are the process's, so it
+     * takes the lock for them (without joining a barrier: a GC must not
+     * stop halfway for a global one) and ends the records of its own
+     * objects alone (sampling_liveness).  The rows, the malloc queue and
+     * the clock are the main objspace's, or a global GC's. */
+    if (!sampler_gc_p(gc_objspace)) {
+        if (!sampler.records.nlive && !sampler.records.sites.refs.size) return;
+        unsigned int lev = RB_GC_VM_LOCK_NO_BARRIER();
+        struct sampling_now now = { gc_objspace->profile.count, clock_now(sampler_objspace(), NULL) };
+        bool full = is_full_marking(gc_objspace);
+        if (sampler.records.nlive) {
+            sampling_records_check_liveness(&sampler.records, sampling_liveness, gc_objspace, now, full);
+        }
+        if (sampler.records.sites.refs.size) {
+            sampling_records_check_refs(&sampler.records, sampling_liveness, sampling_name_site, gc_objspace, full);
+        }
+        records_verify("marking");
+        RB_GC_VM_UNLOCK_NO_BARRIER(lev);
+        return;
+    }
+    objspaces_at_marks(gc_objspace);
+#endif
     /* (4.1: a global GC's driver may be another objspace; every one is
      * marked, and the counts are the sampled one's) */
-    bool full = is_full_marking(objspace) || sampler_objspace() != objspace;
-    objspace = sampler_objspace();
+    bool full = is_full_marking(gc_objspace) || sampler_objspace() != gc_objspace;
+    rb_objspace_t *objspace = sampler_objspace();
     SAMPLING_PHASE_START(t0);
     malloc_drain(objspace->profile.count);
     size_t totals[HEAP_COUNT];
@@ -1134,7 +1290,7 @@ sampling_marks_finished(void *objspace_ptr)
     for (size_t i = 0; i < HEAP_COUNT; i++) sampler.per_heap[i].allocated_at_marks = totals[i];
     struct sampling_now now = { objspace->profile.count, clock_bytes(totals) };
     if (sampler.records.nlive) {
-        sampling_records_check_liveness(&sampler.records, sampling_liveness, objspace, now, full);
+        sampling_records_check_liveness(&sampler.records, sampling_liveness, gc_objspace, now, full);
     }
     /* this GC's row, finished when its sweep ends (timeline.h) */
     sampler.row_waits = false;
@@ -1142,7 +1298,7 @@ sampling_marks_finished(void *objspace_ptr)
     /* Classes and code that die now: their sites are named while they can
      * still be read (nothing is swept before this returns). */
     if (sampler.records.sites.refs.size) {
-        sampling_records_check_refs(&sampler.records, sampling_liveness, sampling_name_site, objspace, full);
+        sampling_records_check_refs(&sampler.records, sampling_liveness, sampling_name_site, gc_objspace, full);
     }
     records_verify("marking");
     SAMPLING_PHASE_END(SAMPLING_PHASE_MARKS, t0);
@@ -1212,6 +1368,9 @@ sampling_update_references(void *objspace_ptr)
         sampler.moved_bytes += (uint64_t)(totals[i] - h->allocated_at_marks) * slot_bytes(i);
         h->allocated_at_marks = totals[i];
     }
+#if SAMPLING_POINT_ON_CURSOR
+    objspaces_gc_each(objspace_ptr, heaps_moved_i);
+#endif
     sampling_records_update_references(&sampler.records, sampling_location, objspace);
     records_verify("compaction");
 }
@@ -1222,9 +1381,10 @@ sampling_update_references(void *objspace_ptr)
 /* 4.1: the points go into the sampled objspace's regions, the ends are
  * made whole again (no caches: the foreach calls give NULL once). */
 static void
-points_each_heap(bool place)
+points_each_heap_i(void *objspace_ptr, void *data)
 {
-    rb_objspace_t *objspace = sampler_objspace();
+    rb_objspace_t *objspace = objspace_ptr;
+    bool place = data != NULL;
     for (size_t i = 0; i < HEAP_COUNT; i++) {
         rb_heap_t *heap = &heaps[i];
         if (place) {
@@ -1237,8 +1397,8 @@ points_each_heap(bool place)
     }
 }
 # define rb_gc_ractor_newobj_cache_foreach(func, data) func(NULL, data)
-static void cache_place_i(void *c, void *data) { points_each_heap(true); }
-static void cache_rejoin_i(void *c, void *data) { points_each_heap(false); }
+static void cache_place_i(void *c, void *data) { objspaces_each(points_each_heap_i, (void *)1); }
+static void cache_rejoin_i(void *c, void *data) { objspaces_each(points_each_heap_i, NULL); }
 #else
 static void
 cache_place_i(void *c, void *data)
@@ -1287,6 +1447,9 @@ counters_reset(rb_objspace_t *objspace)
         h->stopped_allocated = 0;
         h->samples = 0;
         h->points = 0;
+#if SAMPLING_POINT_ON_CURSOR
+        sampler.departed[i] = 0;
+#endif
     }
     malloc_counters_reset();
 }
@@ -1299,8 +1462,14 @@ heaps_allocated_objects(rb_objspace_t *objspace, size_t out[HEAP_COUNT])
         for (size_t i = 0; i < HEAP_COUNT; i++) out[i] = sampler.per_heap[i].stopped_allocated;
         return;
     }
+#if SAMPLING_POINT_ON_CURSOR
+    /* every objspace's (4.1: each heap counts since its first point) */
+    for (size_t i = 0; i < HEAP_COUNT; i++) out[i] = sampler.departed[i];
+    objspaces_each(heaps_counted_i, out);
+#else
     allocated_totals(objspace, out);
     for (size_t i = 0; i < HEAP_COUNT; i++) out[i] -= sampler.per_heap[i].base_allocated + sampler.per_heap[i].moved;
+#endif
 }
 
 /* Points go into every list the caches hold now: counting is exact from

@@ -327,8 +327,8 @@ sampling_sites_check_refs(struct sampling_sites *sites, sampling_ref_state_fn *s
                 if (i == 0) dead_klass = true;
                 else dead_frame = true;
             }
-            else if (st == 1) {
-                all_old = false;
+            else if (st != 2) {
+                all_old = false;    /* (young, or not this marking's: looked at again) */
             }
         }
         site->refs_old = all_old && !dead_klass && !dead_frame;

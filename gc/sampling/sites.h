@@ -290,7 +290,7 @@ void sampling_site_unuse(struct sampling_sites *sites, struct sampling_stack *si
  * died it costs one look at each distinct reference; otherwise a look at
  * each site's references, skipping in a minor marking (major false) the
  * sites whose references were all old. */
-typedef int sampling_ref_state_fn(uintptr_t ref, void *data);
+typedef int sampling_ref_state_fn(uintptr_t ref, void *data);  /* as records.h's liveness, -1 included */
 typedef struct sampling_names *sampling_name_fn(const struct sampling_stack *site, void *data);
 void sampling_sites_check_refs(struct sampling_sites *sites, sampling_ref_state_fn *state, sampling_name_fn *name,
                                void *data, bool major);
