@@ -374,6 +374,7 @@ malloc_forget_locked(rb_objspace_t *objspace, void *ptr, bool now)
     if (!b) return;     /* the filter's false positive */
     if (b->pending) malloc_events_retarget(ptr, NULL);     /* still queued: recorded dead */
     malloc_end_locked(objspace, b->record, b->seq, now);
+    usdt_free((uintptr_t)ptr);
     sampling_blocks_remove(&malloc_blocks, b);
 }
 
@@ -425,10 +426,12 @@ malloc_block_move(rb_objspace_t *objspace, const void *from, void *to, uint64_t 
         b = malloc_block_find(from);
         if (b->pending) malloc_events_retarget(from, NULL);
         malloc_end_locked(objspace, b->record, b->seq, now);
+        usdt_free((uintptr_t)from);
         sampling_blocks_remove(&malloc_blocks, b);
         return NULL;
     }
     if (moved->pending) malloc_events_retarget(from, to);
+    usdt_move((uintptr_t)from, (uintptr_t)to);
     return moved;
 }
 
@@ -458,6 +461,15 @@ malloc_resized(rb_objspace_t *objspace, const void *from, void *to, uint64_t ser
         }
     }
     pthread_mutex_unlock(&malloc_lock);
+}
+
+/* A block's sample to the tracer (usdt.h): a sampled block that grew
+ * across a point ends and is announced again. */
+static inline void
+malloc_announce(void *ptr, uint64_t block_size, double weight, bool regrown)
+{
+    if (regrown) usdt_free((uintptr_t)ptr);
+    usdt_alloc((uintptr_t)ptr, block_size, weight);
 }
 
 /* Step 3: `bytes` of the block ptr (block_size bytes now) held `points`.
@@ -516,6 +528,7 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block
     e.labels = sampling_labels_current(ec);
     pthread_mutex_lock(&malloc_lock);
     struct sampling_block *b = serial ? malloc_block_move(objspace, from, ptr, serial, now) : NULL;
+    bool regrown = b != NULL;   /* announced anew (usdt.h) */
     if (!b) {
         /* an entry left by a block released with plain free() (README, Limits) */
         if (malloc_block_find(ptr)) malloc_forget_locked(objspace, ptr, now);
@@ -526,11 +539,13 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block
         __atomic_fetch_add(&malloc_state.dropped, 1, __ATOMIC_RELAXED);
     }
     else if (now) {
+        malloc_announce(ptr, block_size, e.sample.weight, regrown);
         malloc_drain_locked(objspace->profile.count);
         malloc_apply_sample(ptr, block_size, &e.sample, e.frames, e.capture, e.labels, objspace->profile.count);
     }
     else if (malloc_queue(&e)) {
         b->pending++;
+        malloc_announce(ptr, block_size, e.sample.weight, regrown);
     }
     else {
         free(e.frames);

@@ -14,6 +14,12 @@
 
 _Static_assert(sizeof(struct sampling_record) == 64, "a record is one cache line");
 
+/* The owner's hook: live[]'s obj is no longer followed (found dead, or its
+ * record dropped while it lives).  sampling.c announces it (usdt.h). */
+#ifndef SAMPLING_RECORD_UNFOLLOWED
+#define SAMPLING_RECORD_UNFOLLOWED(obj) ((void)0)
+#endif
+
 void
 sampling_records_init(struct sampling_records *r, size_t max)
 {
@@ -281,6 +287,7 @@ static __attribute__((noinline)) void
 walk_dead(struct sampling_records *r, size_t i, const struct sampling_now *now)
 {
     uint32_t index = r->live[i].record;
+    SAMPLING_RECORD_UNFOLLOWED(r->live[i].obj);
     /* Dead: drop the reference now, before the sweep reuses the slot. */
     struct sampling_record *rec = &r->items[index];
     live_forget(r, rec);
@@ -379,6 +386,7 @@ live_unlink(struct sampling_records *r, size_t pos)
 static void
 live_drop(struct sampling_records *r, size_t pos)
 {
+    SAMPLING_RECORD_UNFOLLOWED(r->live[pos].obj);
     uint32_t index = live_unlink(r, pos);
     r->items[index].death = r->deaths;
     release_slot(r, index);

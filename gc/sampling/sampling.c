@@ -103,6 +103,9 @@
 #include "sampler.h"
 #include "timeline.h"
 #include "addresses.h"
+#include "usdt.h"
+/* records.c's hook: a slot sample's end announced (a block's is malloc.c's) */
+#define SAMPLING_RECORD_UNFOLLOWED(obj) do { if (!((obj) & 1)) usdt_free(obj); } while (0)
 #include "sample_point.c"
 #include "gap.c"
 #include "refset.c"
@@ -694,7 +697,9 @@ sampling_record(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache, VALUE 
     in.sample.allocated_bytes = clock_now(objspace, cache);
     in.sample.size = (uint32_t)size;
     in.sample.heap = (uint8_t)heap_idx;
-    sampling_records_add(&sampler.records, &in);
+    uint32_t index = sampling_records_add(&sampler.records, &in);
+    usdt_alloc(obj, size, in.sample.weight);
+    if (index == SAMPLING_NONE) usdt_free(obj);     /* not followed (usdt.h) */
     SAMPLING_PHASE_END(SAMPLING_PHASE_RECORD, t1);
 }
 
@@ -915,6 +920,12 @@ sampling_update_references(void *objspace_ptr)
         sampler.moved_bytes += (uint64_t)(totals[i] - h->allocated_at_marks) * slot_bytes(i);
         h->allocated_at_marks = totals[i];
     }
+    if (usdt_following()) {     /* moved samples keep their first address (usdt.h) */
+        for (size_t i = 0; i < sampler.records.nlive; i++) {
+            uintptr_t obj = sampler.records.live[i].obj;
+            usdt_move(obj, sampling_location(obj, objspace));
+        }
+    }
     sampling_records_update_references(&sampler.records, sampling_location, objspace);
     records_verify("compaction");
 }
@@ -1097,6 +1108,9 @@ sampler_clear(void)
     rb_gc_vm_barrier();
     {
         malloc_drain(objspace->profile.count);  /* (see sampler_start) */
+        for (size_t i = 0; usdt_following() && i < sampler.records.nlive; i++) {
+            SAMPLING_RECORD_UNFOLLOWED(sampler.records.live[i].obj);
+        }
         sampling_records_clear(&sampler.records);
         sampling_timeline_clear(&sampler.timeline);
         sampler.row_waits = false;
