@@ -166,7 +166,6 @@ static VALUE
 mark_body(VALUE arg)
 {
     struct mark *m = (struct mark *)arg;
-    read_begin(&m->read);
     sampling_delta_begin(m->d);
     READ_SITES_FOREACH(&m->read, site) {
         struct site_values sv = read_site_values(site, m->inuse);
@@ -179,10 +178,9 @@ mark_body(VALUE arg)
 }
 
 static VALUE
-mark_ensure(VALUE arg)
+mark_done(VALUE arg)
 {
     struct mark *m = (struct mark *)arg;
-    read_end(&m->read, NULL);
     sampling_delta_end(m->d);
     read_inuse_free(m->inuse);
     return Qnil;
@@ -191,8 +189,8 @@ mark_ensure(VALUE arg)
 static void
 delta_mark(struct sampling_delta *d)
 {
-    struct mark m = { READ_INIT, st_init_numtable(), d };
-    rb_ensure(mark_body, (VALUE)&m, mark_ensure, (VALUE)&m);
+    struct mark m = { .inuse = st_init_numtable(), .d = d };
+    read_run(&m.read, mark_body, (VALUE)&m, NULL, mark_done);
 }
 
 /* mark => self: the next read counts from now */

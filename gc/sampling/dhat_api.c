@@ -221,7 +221,6 @@ static VALUE
 dhat_build_body(VALUE arg)
 {
     struct dhat_build *b = (struct dhat_build *)arg;
-    read_begin(&b->read);
     read_inuse(&b->read, b->inuse);
     const struct sampling_peak *peak = &sampler_timeline()->peak;
     struct site_values other_peak = { 0 };
@@ -257,10 +256,9 @@ dhat_build_body(VALUE arg)
 }
 
 static VALUE
-dhat_build_ensure(VALUE arg)
+dhat_build_done(VALUE arg)
 {
     struct dhat_build *b = (struct dhat_build *)arg;
-    read_end(&b->read, NULL);
     read_inuse_free(b->inuse);
     read_inuse_free(b->peak);
     dhat_free(b->d);
@@ -273,8 +271,8 @@ sampling_dhat_text(void)
 {
     struct dhat *d = dhat_new();
     if (!d) rb_memerror();
-    struct dhat_build b = { READ_INIT, st_init_numtable(), st_init_numtable(), d, NULL, 0 };
-    rb_ensure(dhat_build_body, (VALUE)&b, dhat_build_ensure, (VALUE)&b);
+    struct dhat_build b = { .inuse = st_init_numtable(), .peak = st_init_numtable(), .d = d };
+    read_run(&b.read, dhat_build_body, (VALUE)&b, NULL, dhat_build_done);
     VALUE str = rb_utf8_str_new(b.text, (long)b.len);
     free(b.text);
     return str;

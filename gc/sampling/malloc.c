@@ -317,9 +317,8 @@ malloc_drain(size_t gc_count)
 
 /* A queued sample's stack holds code (iseqs, method entries) that no site
  * watches yet: the end of a marking applies the queue before it checks
- * the sites' references, but not while a read or a quiet scope is on
- * (report and write_collapsed run Ruby code, and GCs, inside one).  Code
- * that died meanwhile (an eval's or a class body's iseq) would be swept
+ * the sites' references, but not while a read is on.  Code that died
+ * meanwhile (an eval's or a class body's iseq) would be swept
  * and then read when the sample is applied and named.  So while queued,
  * that code is marked, and pinned (the queue is not updated by
  * compaction): it lives until the next marking that can apply the queue,

@@ -273,7 +273,6 @@ pprof_build_body(VALUE arg)
     b->key_type = pprof_cstring(p, "type");
     b->key_memory = pprof_cstring(p, "memory");
 
-    read_begin(&b->read);
     sampling_pprof_header_comments(p, view_names[b->view]);
 
     switch (b->view) {
@@ -285,10 +284,9 @@ pprof_build_body(VALUE arg)
 }
 
 static VALUE
-pprof_build_ensure(VALUE arg)
+pprof_build_done(VALUE arg)
 {
     struct pprof_build *b = (struct pprof_build *)arg;
-    read_end(&b->read, sampling_pprof_free_ids);
     if (b->delta) sampling_delta_end(b->delta);
     read_inuse_free(b->inuse);
     pprof_free(b->p);
@@ -304,7 +302,7 @@ pprof_build(struct sampling_delta *delta, const char *default_type, enum pprof_v
     struct pprof *p = pprof_new(sampling_addresses_process());
     if (!p) rb_memerror();
     struct pprof_build b = { READ_INIT, st_init_numtable(), p, 0, 0, 0, delta, default_type, view, NULL, 0 };
-    rb_ensure(pprof_build_body, (VALUE)&b, pprof_build_ensure, (VALUE)&b);
+    read_run(&b.read, pprof_build_body, (VALUE)&b, sampling_pprof_free_ids, pprof_build_done);
     *bytes = b.bytes;
     *len = b.len;
 }

@@ -126,12 +126,6 @@ void sampler_reader_leave(void);
 unsigned int sampler_reader_pause(void);
 void sampler_reader_resume(unsigned int depth);
 
-/* A reader that works on what it read (report.rb) brackets that work:
- * meanwhile samples are counted but not recorded (records.h: no record is
- * evicted, no site folded), so its allocations never push out the
- * program's records.  Takes the VM lock for the change only. */
-void sampler_quiet(bool on);
-
 /* A copy of the record at index if it still holds sample seq (under the VM
  * lock); false otherwise. */
 bool sampler_record_copy(uint32_t index, uint64_t seq, struct sampling_record *out);

@@ -859,7 +859,7 @@ sampling_marks_finished(void *objspace_ptr)
 
 /* The row of a GC whose sweep is over: the live estimate without the
  * blocks the sweep freed (timeline.h).  Frees other threads queued
- * count first; while a read or a quiet scope is on they stay queued, and
+ * count first; while a read is on they stay queued, and
  * so does the row (row_waits), until the read ends or the next marking. */
 static void
 sampling_row_finish(rb_objspace_t *objspace)
@@ -1254,16 +1254,6 @@ sampler_read_end(unsigned int lev)
 {
     sampler.records.reading--;
     if (--sampler.readers == 0 && sampler.readers_disabled_gc) rb_gc_enable();
-    if (sampler.row_waits && !sampler.records.reading) sampling_row_finish(rb_gc_get_objspace());
-    RB_GC_VM_UNLOCK(lev);
-}
-
-void
-sampler_quiet(bool on)
-{
-    unsigned int lev = RB_GC_VM_LOCK();
-    if (on) sampler.records.reading++;
-    else sampler.records.reading--;
     if (sampler.row_waits && !sampler.records.reading) sampling_row_finish(rb_gc_get_objspace());
     RB_GC_VM_UNLOCK(lev);
 }
