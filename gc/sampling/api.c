@@ -153,6 +153,9 @@ sampler_stats_m(VALUE self)
     rb_hash_aset(h, SYM("peak_lost"), ULL2NUM(s.peak_lost));
     rb_hash_aset(h, SYM("timeline_rows"), ULL2NUM(s.timeline_rows));
     rb_hash_aset(h, SYM("reader_samples"), ULL2NUM(s.reader_samples));
+    rb_hash_aset(h, SYM("merged"), ULL2NUM(s.merged));
+    rb_hash_aset(h, SYM("carried"), ULL2NUM(s.carried));
+    rb_hash_aset(h, SYM("lost_frees"), ULL2NUM(s.lost_frees));
     uint64_t label_sets, label_sets_dropped;
     sampling_labels_stats(&label_sets, &label_sets_dropped);
     rb_hash_aset(h, SYM("label_sets"), ULL2NUM(label_sets));

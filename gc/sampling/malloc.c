@@ -91,6 +91,7 @@ static struct {
     uint64_t threads;       /* threads seeded since start: each gets its own generator */
     uint64_t bytes, samples, points;    /* since start or clear (atomics: any thread) */
     uint64_t dropped, lost_frees;       /* (atomics) */
+    uint64_t merged;                    /* samples of a sampled block's growth, merged into its record (malloc_lock) */
 } malloc_state;
 static uint64_t malloc_epoch = 1;   /* bumped by start, stop, clear, fork */
 
@@ -249,6 +250,7 @@ malloc_apply_sample(void *ptr, uint64_t block_size, const struct sampling_sample
     if (b && b->record != SAMPLING_NONE &&
         sampling_records_resize(r, b->record, b->seq, block_size, sample->weight, in.obj)) {
         sampling_records_tally(r, &in);
+        malloc_state.merged++;
         return;
     }
     uint32_t index = sampling_records_add(r, &in);
@@ -734,7 +736,7 @@ static void
 malloc_counters_reset(void)
 {
     malloc_state.bytes = malloc_state.samples = malloc_state.points = 0;
-    malloc_state.dropped = malloc_state.lost_frees = 0;
+    malloc_state.dropped = malloc_state.lost_frees = malloc_state.merged = 0;
     malloc_state.threads = 0;
     __atomic_fetch_add(&malloc_epoch, 1, __ATOMIC_RELEASE);
     malloc_thread_reset(&malloc_tls);   /* the calling thread counts from now, exactly */
@@ -766,9 +768,11 @@ malloc_get_stats(struct sampler_stats *stats)
     stats->malloc = malloc_state.on;
     stats->malloc_allocated_bytes = malloc_state.bytes + (malloc_state.on && t->epoch == malloc_epoch ? t->set - t->countdown : 0);
     stats->malloc_samples = malloc_state.samples;
-    stats->samples += malloc_state.samples;     /* so samples == records + dropped + evicted */
+    stats->samples += malloc_state.samples;     /* (the identity: sampler.h) */
     stats->malloc_points = malloc_state.points;
-    stats->dropped += malloc_state.dropped + malloc_state.lost_frees;
+    stats->dropped += malloc_state.dropped;
+    stats->merged = malloc_state.merged;
+    stats->lost_frees = __atomic_load_n(&malloc_state.lost_frees, __ATOMIC_RELAXED);
 }
 
 /* Bytes the malloc side holds: the table of sampled blocks (by

@@ -46,7 +46,8 @@ struct sampler_stats {
     uint64_t interval;
     uint32_t depth;
     size_t max_samples;
-    uint64_t samples;           /* every sample taken: the heaps' and malloc_samples */
+    uint64_t samples;           /* every sample taken: the heaps' and malloc_samples; samples + carried ==
+                                 * records + dropped + evicted + reader_samples + merged */
     uint64_t live, dropped, evicted, allocated_bytes;
     uint64_t records, sites, folded;    /* records kept, sites, sites folded into <other sites> */
     uint64_t named;                     /* sites whose class or code died (kept as text) */
@@ -61,6 +62,9 @@ struct sampler_stats {
     uint64_t peak_lost;                         /* records of its set lost (records.h) */
     uint64_t timeline_rows;
     uint64_t reader_samples;                    /* samples of readers' own allocations, not recorded */
+    uint64_t merged;                            /* malloc growth samples merged into their block's record */
+    uint64_t carried;                           /* records held when counting began (start, fork) */
+    uint64_t lost_frees;                        /* frees of sampled blocks lost to a full queue (malloc.c) */
     size_t nheaps;
     struct sampler_heap_stats per_heap[SAMPLER_MAX_HEAPS];
 };

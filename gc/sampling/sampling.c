@@ -418,6 +418,7 @@ static struct {
     bool readers_disabled_gc;
     struct sampling_timeline timeline;      /* a row per GC, and the peak (timeline.h) */
     bool row_waits;                         /* its sweep is over, frees queued during a read are not */
+    uint64_t carried;                       /* records held when counting began (start, clear, fork) */
 } sampler;
 
 static inline size_t slot_bytes(size_t heap_idx);
@@ -967,6 +968,9 @@ counters_reset(rb_objspace_t *objspace)
 {
     sampler.records.dropped = 0;
     sampler.records.evicted = 0;
+    /* (records a start after stop, or a fork, keeps: counted in records,
+     * never in samples, which count from now) */
+    sampler.carried = sampling_records_count(&sampler.records);
     __atomic_store_n(&sampler_reader_samples, 0, __ATOMIC_RELAXED);
     size_t totals[HEAP_COUNT];
     allocated_totals(objspace, totals);
@@ -1183,6 +1187,7 @@ sampler_get_stats(struct sampler_stats *stats)
         stats->peak_lost = sampler.records.peak.lost;
         stats->timeline_rows = sampler.timeline.n;
         stats->reader_samples = __atomic_load_n(&sampler_reader_samples, __ATOMIC_RELAXED);
+        stats->carried = sampler.carried;
     }
     RB_GC_VM_UNLOCK(lev);
 }
