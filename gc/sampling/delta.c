@@ -217,36 +217,39 @@ delta_initialize(int argc, VALUE *argv, VALUE self)
     return self;
 }
 
-/* The view: keyword of pprof and write_pprof (Qundef: none). */
-static VALUE
-view_kwarg(VALUE opts)
+/* The view: and min_gcs: keywords of pprof and write_pprof (Qundef:
+ * not given). */
+static void
+pprof_kwargs(VALUE opts, VALUE values[2])
 {
-    VALUE view = Qundef;
+    values[0] = values[1] = Qundef;
     if (!NIL_P(opts)) {
-        ID key = rb_intern("view");
-        rb_get_kwargs(opts, &key, 0, 1, &view);
+        ID keys[2] = { rb_intern("view"), rb_intern("min_gcs") };
+        rb_get_kwargs(opts, keys, 0, 2, values);
     }
-    return view;
 }
 
-/* pprof(view: :allocations) (or view: :heap, Go's four sample types) */
+/* pprof(view: :allocations, min_gcs: 0) (or view: :heap, Go's four
+ * sample types) */
 static VALUE
 delta_pprof_m(int argc, VALUE *argv, VALUE self)
 {
-    VALUE opts = Qnil;
+    VALUE opts = Qnil, values[2];
     rb_scan_args(argc, argv, "0:", &opts);
-    return sampling_pprof_delta_bytes(rb_check_typeddata(self, &delta_type), view_kwarg(opts));
+    pprof_kwargs(opts, values);
+    return sampling_pprof_delta_bytes(rb_check_typeddata(self, &delta_type), values[0], values[1]);
 }
 
-/* write_pprof(path_or_io, view: :allocations) */
+/* write_pprof(path_or_io, view: :allocations, min_gcs: 0) */
 static VALUE
 delta_write_pprof_m(int argc, VALUE *argv, VALUE self)
 {
-    VALUE dest, opts = Qnil;
+    VALUE dest, opts = Qnil, values[2];
     rb_scan_args(argc, argv, "1:", &dest, &opts);
-    VALUE view = view_kwarg(opts);
+    pprof_kwargs(opts, values);
     sampling_check_destination(dest, "path_or_io");
-    return sampling_write_out(dest, sampling_pprof_delta_bytes(rb_check_typeddata(self, &delta_type), view), "path_or_io");
+    return sampling_write_out(dest, sampling_pprof_delta_bytes(rb_check_typeddata(self, &delta_type), values[0], values[1]),
+                              "path_or_io");
 }
 
 READER_METHODV(delta_initialize)

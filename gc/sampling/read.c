@@ -248,11 +248,18 @@ values_at(st_table *table, st_data_t key)
 void
 read_inuse(struct read *rd, st_table *inuse)
 {
+    read_inuse_aged(rd, inuse, 0);
+}
+
+void
+read_inuse_aged(struct read *rd, st_table *inuse, uint32_t min_gcs)
+{
     const struct sampling_records *r = sampler_records();
     uint64_t clock = sampler_clock();
+    size_t gcs = rb_gc_count();
     for (size_t i = 0; i < r->nlive; i++) {
         const struct sampling_record *rec = read_record(rd, r->live[i].record);
-        if (!rec) continue;
+        if (!rec || (min_gcs && sampling_record_age(rec, gcs) < min_gcs)) continue;
         struct site_values *sv = values_at(inuse, (st_data_t)rec->stack);
         sv->inuse_space += rec->weight;
         double objects = rec->weight / (double)sampling_record_size(rec);

@@ -107,6 +107,10 @@ struct site_values {
  * (its totals, lifetimes and in-use values); read_inuse_free frees the
  * table. */
 void read_inuse(struct read *rd, st_table *inuse);
+/* The same for the live records that survived at least min_gcs GCs
+ * (records.h's age): write_pprof's min_gcs:, the in-use values without
+ * the young. */
+void read_inuse_aged(struct read *rd, st_table *inuse, uint32_t min_gcs);
 struct site_values read_site_values(const struct sampling_stack *site, st_table *inuse);
 void read_inuse_free(st_table *inuse);
 

@@ -17,6 +17,8 @@
 #                                     to it (one reader, as godeltaprof's),
 #                                     in use now (?gc=1, ?seconds=N as
 #                                     allocs, ?debug=1: text)
+#   ?min_gcs=N (heap, delta_heap)     in-use values count only samples that
+#                                     survived at least N GCs (alloc_* all)
 #   GET /debug/pprof/retention        in use now, by shortest retention path
 #                                     from a GC root (one walk of the heap,
 #                                     the program paused meanwhile; the walk
@@ -229,11 +231,27 @@ module ObjectSpace
       # seconds; in-use values are those at the end, as allocs?seconds=N).
       def heap(query)
         return not_running unless running?
-        return allocs(query) if query.key?("seconds")
+
+        min_gcs = min_gcs_param(query)
+        return min_gcs if min_gcs.is_a?(Array)
+        return allocs(query, min_gcs) if query.key?("seconds")
 
         GC.start if query["gc"] && query["gc"] != "0"
-        profile(AllocationSampler.pprof(default_sample_type: "inuse_space", view: :heap), "heap")
+        profile(AllocationSampler.pprof(default_sample_type: "inuse_space", view: :heap, min_gcs: min_gcs), "heap")
       end
+
+      # ?min_gcs=N: the in-use values of samples that survived N GCs
+      # (0, the default: all); a 400 response for a bad value.
+      def min_gcs_param(query)
+        return 0 unless query.key?("min_gcs")
+
+        text = query["min_gcs"]
+        n = Integer(text, 10, exception: false)
+        return n if n && n >= 0 && n <= MAX_MIN_GCS
+
+        error(400, "min_gcs must be an integer from 0 to #{MAX_MIN_GCS} (got #{text.inspect})")
+      end
+      MAX_MIN_GCS = 2**32 - 1
 
       # One walk of the heap, the program paused meanwhile: the walk stops
       # at the cap (?max_objects=N lowers it), which bounds the pause; a
@@ -266,7 +284,7 @@ module ObjectSpace
         false
       end
 
-      def allocs(query)
+      def allocs(query, min_gcs = 0)
         return not_running unless running?
         return profile(AllocationSampler.pprof(view: :heap), "allocs") unless query.key?("seconds")
 
@@ -280,7 +298,7 @@ module ObjectSpace
         sleep seconds
         return error(503, "the allocation sampler stopped during the #{seconds} seconds") unless running?
 
-        profile(delta.pprof(view: :heap), "allocs")
+        profile(delta.pprof(view: :heap, min_gcs: min_gcs), "allocs")
       end
 
       # What godeltaprof serves: the allocations since the previous request
@@ -292,14 +310,16 @@ module ObjectSpace
         return not_running unless running?
 
         debug = query["debug"] && query["debug"] != "0"
+        min_gcs = min_gcs_param(query)
+        return min_gcs if min_gcs.is_a?(Array)
         if query.key?("seconds")
           return error(400, "seconds and debug params are incompatible") if debug
 
-          return allocs(query)
+          return allocs(query, min_gcs)
         end
         GC.start if query["gc"] && query["gc"] != "0"
         bytes = @delta_heap_lock.synchronize do
-          (@delta_heap ||= AllocationSampler::Delta.new(since: :start)).pprof(view: :heap)
+          (@delta_heap ||= AllocationSampler::Delta.new(since: :start)).pprof(view: :heap, min_gcs: min_gcs)
         end
         return profile(bytes, "delta_heap") unless debug
 
