@@ -36,9 +36,9 @@
  *
  * Cost.  The probes are guarded by their semaphores (_SDT_HAS_SEMAPHORES):
  * a tracer that attaches raises its probe's counter.  With none attached a
- * sample pays one load of a zero counter per probe (and of the moved
- * table's size); the allocation fast path, the free filter and the walk's
- * survivors are untouched.  The probes fire from noinline functions whose
+ * sample pays one load of a zero counter (alloc's), and a sample's end
+ * two (the moved table's size, free's); the allocation fast path, the
+ * free filter and the walk's survivors are untouched.  The probes fire from noinline functions whose
  * arguments the compiler keeps in the ABI's argument registers
  * (STAP_SDT_ARG_CONSTRAINT r, pinned below): the profiler's first version
  * reads them from pt_regs as a call's.
@@ -77,11 +77,11 @@ usdt_free_on(void)
     return __builtin_expect(*(volatile unsigned short *)&otel_memory_free_semaphore != 0, 0);
 }
 
-/* Whether anything here has work: a tracer, or moved samples to forget. */
+/* Whether the moved table holds anything (one load). */
 static inline bool
-usdt_following(void)
+usdt_moved_any(void)
 {
-    return usdt_alloc_on() || usdt_free_on() || __atomic_load_n(&usdt_moved_size, __ATOMIC_RELAXED);
+    return __builtin_expect(__atomic_load_n(&usdt_moved_size, __ATOMIC_RELAXED) != 0, 0);
 }
 
 void usdt_fire_alloc(uintptr_t ptr, uint64_t size, uint64_t weight);
@@ -92,7 +92,7 @@ uintptr_t usdt_moved_take(uintptr_t ptr);
 void usdt_moved_note(uintptr_t from, uintptr_t to);
 #else
 #define SAMPLING_USDT 0
-static inline bool usdt_following(void) { return false; }
+static inline bool usdt_moved_any(void) { return false; }
 static inline bool usdt_alloc_on(void) { return false; }
 static inline bool usdt_free_on(void) { return false; }
 static inline void usdt_fire_alloc(uintptr_t ptr, uint64_t size, uint64_t weight) { }
@@ -101,22 +101,28 @@ static inline uintptr_t usdt_moved_take(uintptr_t ptr) { return ptr; }
 static inline void usdt_moved_note(uintptr_t from, uintptr_t to) { }
 #endif
 
-/* A sample at ptr ends (see the model for when). */
+/* Whether anything here has work: a tracer, or moved samples to forget
+ * (for the loops over every live record: compaction, clear). */
+static inline bool
+usdt_following(void)
+{
+    return usdt_alloc_on() || usdt_free_on() || usdt_moved_any();
+}
+
+/* A sample at ptr ends (see the model for when): its entry in the moved
+ * table goes (whether or not a tracer is attached), so no entry outlives
+ * its sample and a new sample needs no look there. */
 static inline void
 usdt_free(uintptr_t ptr)
 {
-    if (!usdt_following()) return;
-    uintptr_t announced = usdt_moved_take(ptr);
-    if (usdt_free_on()) usdt_fire_free(announced);
+    if (usdt_moved_any()) ptr = usdt_moved_take(ptr);
+    if (usdt_free_on()) usdt_fire_free(ptr);
 }
 
-/* A new sample at ptr of size bytes, standing for weight bytes.  An entry
- * left at ptr (a sample that ended unannounced) goes first. */
+/* A new sample at ptr of size bytes, standing for weight bytes. */
 static inline void
 usdt_alloc(uintptr_t ptr, uint64_t size, double weight)
 {
-    if (!usdt_following()) return;
-    usdt_moved_take(ptr);
     if (usdt_alloc_on()) usdt_fire_alloc(ptr, size, weight > 0 ? (uint64_t)(weight + 0.5) : 0);
 }
 
