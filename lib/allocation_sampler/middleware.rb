@@ -8,7 +8,8 @@
 #   require "allocation_sampler/middleware"
 #   use ObjectSpace::AllocationSampler::Middleware
 #
-#   GET /debug/pprof/heap             in use now (?gc=1: after a full GC)
+#   GET /debug/pprof/heap             in use now (?gc=1: after a full GC;
+#                                     heap and allocs, ?debug=1: text)
 #   GET /debug/pprof/heap?seconds=N   allocations during the next N seconds
 #                                     (a delta, as Go's handler), in use then
 #   GET /debug/pprof/allocs           allocations since start
@@ -47,8 +48,10 @@
 # brings the token, or
 #   - every address it names is loopback or in allow: the peer
 #     (REMOTE_ADDR) and each address of a forwarding header (Forwarded,
-#     X-Forwarded-For, X-Real-IP, Client-IP, True-Client-IP, ...); a
-#     forwarding header that does not parse into addresses is a refusal;
+#     X-Forwarded-For, X-Real-IP, Client-IP, True-Client-IP,
+#     WL-Proxy-Client-IP, ...); a forwarding header that does not parse
+#     into addresses (a Forwarded element naming a parameter twice too)
+#     is a refusal;
 #   - and, when the peer is allowed only as loopback (no allow: entry
 #     names it), nothing says a proxy sent it: its Host (and
 #     X-Forwarded-Host, Forwarded's host=) names a loopback address or
@@ -84,14 +87,18 @@ module ObjectSpace
       # benchmark/results/retention_pause.md (naming the paths after it
       # adds what docs/production.md says).
       RETENTION_MAX_OBJECTS = 1_000_000
+      # The walk's own limit (retention.md: max_objects is 1 to 2**31 - 1).
+      WALK_MAX_OBJECTS = 2**31 - 1
 
       def initialize(app, labels: DEFAULT_LABELS, allow: [], token: nil, max_seconds: 600, prefix: "/debug/pprof",
                      retention_max_objects: RETENTION_MAX_OBJECTS)
         raise ArgumentError, "labels must respond to #call or be false (got #{labels.inspect})" unless labels == false || labels.respond_to?(:call)
         raise ArgumentError, "max_seconds must be a positive Integer (got #{max_seconds.inspect})" unless max_seconds.is_a?(Integer) && max_seconds > 0
         check_token(token)
-        unless retention_max_objects.nil? || (retention_max_objects.is_a?(Integer) && retention_max_objects > 0)
-          raise ArgumentError, "retention_max_objects must be nil or a positive Integer (got #{retention_max_objects.inspect})"
+        unless retention_max_objects.nil? ||
+               (retention_max_objects.is_a?(Integer) && retention_max_objects.between?(1, WALK_MAX_OBJECTS))
+          raise ArgumentError, "retention_max_objects must be nil or an Integer from 1 to #{WALK_MAX_OBJECTS} " \
+                               "(got #{retention_max_objects.inspect})"
         end
 
         @app = app
@@ -215,14 +222,20 @@ module ObjectSpace
         return error(405, "only GET and HEAD are served here") unless %w[GET HEAD].include?(env["REQUEST_METHOD"])
 
         query = parse_query(env["QUERY_STRING"].to_s)
-        case route
-        when "/heap" then heap(query)
-        when "/allocs" then allocs(query)
-        when "/retention" then retention(query)
-        when "/delta_heap" then delta_heap(query)
-        else error(404, "no profile here: #{@prefix}/heap (?gc=1), #{@prefix}/allocs (?seconds=N), " \
-                        "#{@prefix}/delta_heap and #{@prefix}/retention are served")
-        end
+        # ?debug=1 on heap and allocs: the profile as text, as Go's (which
+        # has no debug form of a delta either)
+        debug = %w[/heap /allocs].include?(route) && query["debug"] && query["debug"] != "0"
+        return error(400, "seconds and debug params are incompatible") if debug && query.key?("seconds")
+
+        response = case route
+                   when "/heap" then heap(query)
+                   when "/allocs" then allocs(query)
+                   when "/retention" then retention(query)
+                   when "/delta_heap" then delta_heap(query)
+                   else error(404, "no profile here: #{@prefix}/heap (?gc=1), #{@prefix}/allocs (?seconds=N), " \
+                                   "#{@prefix}/delta_heap and #{@prefix}/retention are served")
+                   end
+        debug && response[0] == 200 ? text_profile(response[2].join) : response
       rescue StandardError => e
         error(500, "#{e.class}: #{e.message}")
       end
@@ -264,8 +277,8 @@ module ObjectSpace
         if query.key?("max_objects")
           text = query["max_objects"]
           wanted = Integer(text, 10, exception: false)
-          unless wanted && wanted >= 1 && (cap.nil? || wanted <= cap)
-            return error(400, "max_objects must be an integer from 1 to #{cap || "any"} (got #{text.inspect})")
+          unless wanted&.between?(1, cap || WALK_MAX_OBJECTS)
+            return error(400, "max_objects must be an integer from 1 to #{cap || WALK_MAX_OBJECTS} (got #{text.inspect})")
           end
 
           cap = wanted
@@ -323,6 +336,11 @@ module ObjectSpace
         end
         return profile(bytes, "delta_heap") unless debug
 
+        text_profile(bytes)
+      end
+
+      # A profile in Go's debug=1 text form (PprofReader.text).
+      def text_profile(bytes)
         body = PprofReader.text(bytes)
         [200, { "content-type" => "text/plain; charset=utf-8", "x-content-type-options" => "nosniff",
                 "content-length" => body.bytesize.to_s }, [body]]
@@ -369,7 +387,8 @@ module ObjectSpace
       CLIENT_HEADER_NAME = /\AHTTP_(?:X_)?(?:ORIGINAL_)?(?:FORWARDED_FOR|REAL_IP|CLIENT_?IP|TRUE_CLIENT_IP|
                             CLUSTER_CLIENT_IP|CONNECTING_IP|CF_CONNECTING_IP|FASTLY_CLIENT_IP|ORIGINATING_IP|
                             REMOTE_IP|REMOTE_ADDR|PROXYUSER_IP|ENVOY_EXTERNAL_ADDRESS|AZURE_CLIENTIP|
-                            APPENGINE_USER_IP|FORWARDED_CLIENT_IP)\z/x
+                            APPENGINE_USER_IP|FORWARDED_CLIENT_IP|(?:WL_)?PROXY_CLIENT_IP)\z|
+                            \AHTTP_\w*CLIENT_?(?:IP|ADDR|ADDRESS)\z/x
       # Headers that name the host the client asked for.
       HOST_HEADERS = %w[HTTP_X_FORWARDED_HOST HTTP_X_FORWARDED_SERVER HTTP_X_HOST HTTP_X_ORIGINAL_HOST].freeze
       # Headers only a proxy adds, which name no client.
@@ -452,6 +471,8 @@ module ObjectSpace
           return nil if m.end(0) == pos
 
           text = m[2].start_with?('"') ? m[2][1...-1].gsub(/\\(.)/, '\\1') : m[2]
+          return nil if elements.last.key?(m[1].downcase)   # (a parameter twice in one element)
+
           elements.last[m[1].downcase] = text
           elements << {} if m[3] == ","
           pos = m.end(0)
