@@ -287,7 +287,6 @@ static __attribute__((noinline)) void
 walk_dead(struct sampling_records *r, size_t i, const struct sampling_now *now)
 {
     uint32_t index = r->live[i].record;
-    SAMPLING_RECORD_UNFOLLOWED(r->live[i].obj);
     /* Dead: drop the reference now, before the sweep reuses the slot. */
     struct sampling_record *rec = &r->items[index];
     live_forget(r, rec);
@@ -337,6 +336,8 @@ sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn
             i++;
             continue;
         }
+        /* (here, not in walk_dead, whose common path calls nothing) */
+        SAMPLING_RECORD_UNFOLLOWED(l.obj);
         walk_dead(r, i, &now);
     }
 }
