@@ -566,6 +566,22 @@ sampler_reader_resume(unsigned int depth)
     RB_GC_VM_UNLOCK(lev);
 }
 
+/* In a forked child only the forking thread runs: the reader scopes of
+ * the parent's other threads (one in report.rb while another forked)
+ * ended with them, and a fiber of the child may get the address of
+ * their execution context, whose allocations would then go unrecorded.
+ * (No read is open across a fork: read.h, read_run.) */
+static void
+sampler_readers_after_fork(void)
+{
+    const void *ec = sampling_frames_ec();
+    unsigned int n = 0;
+    for (unsigned int i = 0; i < sampler_nreaders; i++) {
+        if (sampler_readers[i].ec == ec) sampler_readers[n++] = sampler_readers[i];
+    }
+    __atomic_store_n(&sampler_nreaders, n, __ATOMIC_RELAXED);
+}
+
 /* malloc'd bytes: the wrapped rb_gc_impl_malloc, _calloc, _realloc, _free */
 #include "malloc.c"
 
@@ -1030,6 +1046,7 @@ static void
 sampler_after_fork(rb_objspace_t *objspace)
 {
     malloc_drain(objspace->profile.count);  /* (see sampler_start) */
+    sampler_readers_after_fork();
     sampling_records_forget_peak(&sampler.records);
     sampling_records_after_fork(&sampler.records);
     sampling_records_close_window(&sampler.records);
