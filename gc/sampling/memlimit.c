@@ -183,6 +183,7 @@ memlimit_open_cgroup(struct memlimit *m, const char *cgroup_file, const char *mo
     char path[MEMLIMIT_PATH], root[MEMLIMIT_PATH], point[MEMLIMIT_PATH], dir[MEMLIMIT_PATH];
     if (!read_text(cgroup_file, text, sizeof(text))) return fail(err, errlen, "cannot read", cgroup_file);
     if (!cgroup_path(text, &m->kind, path, sizeof(path))) return fail(err, errlen, "no memory cgroup in", cgroup_file);
+    strcpy(m->path, path);
     if (!read_text(mountinfo_file, text, sizeof(text))) return fail(err, errlen, "cannot read", mountinfo_file);
     if (!cgroup_mount(text, m->kind, root, point, sizeof(root))) {
         return fail(err, errlen, m->kind == MEMLIMIT_CGROUP_V1 ? "the cgroup v1 memory controller is not mounted"
@@ -217,6 +218,16 @@ memlimit_open_cgroup(struct memlimit *m, const char *cgroup_file, const char *mo
     }
     read_limits(m);
     return true;
+}
+
+bool
+memlimit_moved(const struct memlimit *m, const char *cgroup_file)
+{
+    static char text[16384];
+    char path[MEMLIMIT_PATH];
+    enum memlimit_kind kind;
+    if (m->kind == MEMLIMIT_RSS || !read_text(cgroup_file, text, sizeof(text))) return false;
+    return cgroup_path(text, &kind, path, sizeof(path)) && (kind != m->kind || strcmp(path, m->path) != 0);
 }
 
 bool

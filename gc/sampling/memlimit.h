@@ -16,7 +16,9 @@
  * reading.  limit=SIZE is the process's RSS (/proc/self/statm) against
  * SIZE.  The files stay open: a poll is one pread(2) a level
  * (docs/oom.md measures it); limits are read again every
- * MEMLIMIT_LIMIT_EVERY polls (a container's limit can be changed live).
+ * MEMLIMIT_LIMIT_EVERY polls (a container's limit can be changed live),
+ * and so is the process's cgroup (memlimit_moved: a process moved into a
+ * cgroup after it started, as a supervisor may do, is watched there).
  *
  * The usage a cgroup reports holds page cache the kernel reclaims before
  * it kills anything; a reading at the threshold is confirmed with the
@@ -41,7 +43,7 @@
 
 #define MEMLIMIT_LEVELS 8           /* the cgroup and its parents, nearest first */
 #define MEMLIMIT_PATH 512
-#define MEMLIMIT_LIMIT_EVERY 100    /* polls between reads of the limits */
+#define MEMLIMIT_LIMIT_EVERY 10     /* polls between reads of the limits (and of where the process is) */
 #define MEMLIMIT_REARM 50000        /* millionths of the limit below the threshold that re-arm */
 #define MEMLIMIT_NONE UINT64_MAX    /* no limit at a level */
 
@@ -55,6 +57,7 @@ struct memlimit_level {
 
 struct memlimit {
     enum memlimit_kind kind;
+    char path[MEMLIMIT_PATH];       /* the process's cgroup as /proc/self/cgroup names it */
     struct memlimit_level levels[MEMLIMIT_LEVELS];
     size_t n;
     unsigned long polls;
@@ -74,6 +77,10 @@ struct memlimit_reading {
  * file system, no memory controller, files that cannot be read). */
 bool memlimit_open_cgroup(struct memlimit *m, const char *cgroup_file, const char *mountinfo_file, char *err,
                           size_t errlen);
+/* Whether the process is in another cgroup than the one m watches
+ * (cgroup_file read again); then close and open again. */
+bool memlimit_moved(const struct memlimit *m, const char *cgroup_file);
+
 /* RSS (statm_file, normally /proc/self/statm) against bytes. */
 bool memlimit_open_rss(struct memlimit *m, uint64_t bytes, const char *statm_file, char *err, size_t errlen);
 void memlimit_close(struct memlimit *m);

@@ -60,6 +60,13 @@ sampling_watch_poll(struct sampling_watch *w, uint64_t live_high, char *why, siz
     w->poll_ns = WATCH_POLL_MAX_NS;
     if (w->files >= s->max_files) return false;
     struct memlimit_reading r;
+    if (w->ml_open && w->ml.polls % MEMLIMIT_LIMIT_EVERY == MEMLIMIT_LIMIT_EVERY - 1 &&
+        memlimit_moved(&w->ml, "/proc/self/cgroup")) {
+        /* moved to another cgroup: watch that one (the crossing state stays) */
+        char err[256];
+        memlimit_close(&w->ml);
+        w->ml_open = memlimit_open_cgroup(&w->ml, "/proc/self/cgroup", "/proc/self/mountinfo", err, sizeof(err));
+    }
     if (w->ml_open && memlimit_read(&w->ml, &r)) {
         uint64_t threshold = memlimit_threshold(r.limit, s->limit_at);
         uint64_t headroom_ns = r.usage < threshold ? (threshold - r.usage) / WATCH_RATE : 0;

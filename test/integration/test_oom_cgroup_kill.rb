@@ -5,8 +5,8 @@
 # crossing of 90% is there after the kill, is a whole pprof file (go
 # tool pprof reads it), is the only one (one file a crossing, no
 # temporary file left), and `go tool pprof -top -sample_index=inuse_space`
-# names the leaking site first.  The leak is paced (1 MiB every 4 ms,
-# about 250 MiB/s: the 30 MiB above the threshold last some 120 ms, far
+# names the leaking site first.  The leak is paced (1 MiB every 8 ms,
+# about 125 MiB/s: the 30 MiB above the threshold last some 240 ms, far
 # more than the 10 ms poll and the build and write measured in
 # docs/oom.md).
 #
@@ -28,7 +28,7 @@ class TestOomCgroupKill < Minitest::Test
     loop do
       $keep << leak_here
       t = pace
-      nil while pace - t < 0.004
+      nil while pace - t < 0.008
     end
   RUBY
 

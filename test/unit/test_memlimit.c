@@ -91,6 +91,11 @@ test_v1(void)
     CHECK(r.level == 1 && r.limit == 200000000 && r.usage == 190000000, "the parent: 95%% against 83%% (level %zu)", r.level);
     put("cg/memory/app/memory.usage_in_bytes", "100000000\n");
     CHECK(memlimit_read(&m, &r) && r.level == 0, "the cgroup again: 83%% against 50%%");
+    /* moved: another path in the cgroup file */
+    CHECK(!memlimit_moved(&m, at("v1/cgroup")), "not moved");
+    put("v1/cgroup-moved", "9:name=systemd:/\n4:memory:/app/other\n");
+    CHECK(memlimit_moved(&m, at("v1/cgroup-moved")), "moved to /app/other");
+    CHECK(!memlimit_moved(&m, at("nonexistent")), "unreadable: not moved");
     memlimit_close(&m);
 
     /* no memory controller in the file: v2's line */
