@@ -45,9 +45,10 @@
  *
  * The moved table: current address -> announced address, for samples
  * that moved while a tracer was attached (usdt.c, on blocks.h's table).
- * Its own mutex, taken last (after the VM lock or malloc_lock); read
- * without it only through its size, which is 0 unless a traced sample
- * moved.
+ * Its own mutex, taken last (after the VM lock or malloc_lock), so never
+ * held across fork (malloc.c holds malloc_lock across it, and the GVL
+ * holder forks); read without it only through its size, which is 0
+ * unless a traced sample moved.
  *
  * Without <sys/sdt.h> (extconf.rb says so at build time) every function
  * here is empty.
