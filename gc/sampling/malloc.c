@@ -205,6 +205,24 @@ struct malloc_event {
 static struct malloc_event malloc_events[MALLOC_EVENTS];
 static size_t malloc_nevents;
 
+/* The weights of samples dropped for a full queue (or no room in the
+ * table of blocks): recorded nowhere, but counted in the totals, as
+ * <other sites>, when the records' owner next applies the queue, so the
+ * allocation totals stay exact (malloc_lock; `malloc_lost` says some
+ * wait, for a look without the lock). */
+static double malloc_lost_space, malloc_lost_objects;
+static bool malloc_lost;
+
+/* A sample dropped (under malloc_lock). */
+static void
+malloc_lose(const struct sampling_sample *sample)
+{
+    malloc_lost_space += sample->weight;
+    malloc_lost_objects += sample->weight / (double)sample->size;
+    __atomic_store_n(&malloc_lost, true, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&malloc_state.dropped, 1, __ATOMIC_RELAXED);
+}
+
 /* Whether a thread holding the GVL may touch the records now: one Ractor
  * (the GVL serialises, as for slot samples) and no read on. */
 static inline bool
@@ -305,13 +323,20 @@ malloc_drain_locked(size_t gc_count)
         }
     }
     malloc_nevents = 0;
+    if (malloc_lost) {
+        sampling_sites_count(&sampler.records.sites, NULL, malloc_lost_space, malloc_lost_objects);
+        malloc_lost_space = malloc_lost_objects = 0;
+        __atomic_store_n(&malloc_lost, false, __ATOMIC_RELAXED);
+    }
 }
 
 /* For the records' owner (GVL or VM lock, no read on): the queue, applied. */
 static void
 malloc_drain(size_t gc_count)
 {
-    if (!__atomic_load_n(&malloc_nevents, __ATOMIC_RELAXED) || sampler.records.reading) return;
+    if ((!__atomic_load_n(&malloc_nevents, __ATOMIC_RELAXED) && !__atomic_load_n(&malloc_lost, __ATOMIC_RELAXED)) ||
+        sampler.records.reading)
+        return;
     pthread_mutex_lock(&malloc_lock);
     malloc_drain_locked(gc_count);
     pthread_mutex_unlock(&malloc_lock);
@@ -537,7 +562,7 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block
     }
     if (!b) {
         if (!now) free(e.frames);
-        __atomic_fetch_add(&malloc_state.dropped, 1, __ATOMIC_RELAXED);
+        malloc_lose(&e.sample);
     }
     else if (now) {
         malloc_announce(ptr, block_size, e.sample.weight, regrown);
@@ -550,7 +575,7 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block
     }
     else {
         free(e.frames);
-        __atomic_fetch_add(&malloc_state.dropped, 1, __ATOMIC_RELAXED);
+        malloc_lose(&e.sample);
     }
     pthread_mutex_unlock(&malloc_lock);
     t->busy = false;
