@@ -300,6 +300,7 @@ api_init(void)
     sampling_define_retention(mSampler);
     sampling_define_dhat(mSampler);
     sampling_define_threads(mSampler);
+    sampling_define_memory_split(mSampler);
 
     start_from_environment();
 }

@@ -33,6 +33,7 @@ void sampling_define_dhat(VALUE mSampler);      /* dhat_api.c */
 VALUE sampling_dhat_text(uint32_t min_gcs);
 bool sampling_dhat_path(const char *path);
 void sampling_define_threads(VALUE mSampler);   /* threads.c */
+void sampling_define_memory_split(VALUE mSampler);  /* memory_split.c */
 
 /* sample.c, for other readers: a Sample of the record at index (which
  * the read sees); the retention paths found with it (retention_paths.h's
