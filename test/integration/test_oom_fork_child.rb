@@ -3,25 +3,21 @@
 # the parent's goes on.  A child that crosses limit=SIZE (its RSS) leaves
 # its own file and exits; then the parent crosses and leaves its own.
 require_relative "helper"
+require_relative "oom_helper"
 
 class TestOomForkChild < Minitest::Test
   include PprofHelper
 
-  SCRIPT = <<~'RUBY'
-    HALF = ("x" * 524_288).freeze
+  SCRIPT = OomHelper::PRELUDE + <<~'RUBY'
     def leak_fork = "#{HALF}#{HALF}"
-    def wait_for(glob)
-      t = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-      sleep 0.01 until Dir.glob(File.join(ARGV[0], glob)).any? || Process.clock_gettime(Process::CLOCK_MONOTONIC) - t > 20
-    end
     child = fork do
       $keep = Array.new(130) { leak_fork }
-      wait_for("f-#{$$}-*.pb.gz")
+      wait_for(File.join(ARGV[0], "f-#{$$}-*.pb.gz"))
       exit!(0)                      # (no file at exit: the watcher's only)
     end
     Process.wait(child)
     $keep = Array.new(130) { leak_fork }
-    wait_for("f-#{$$}-*.pb.gz")
+    wait_for(File.join(ARGV[0], "f-#{$$}-*.pb.gz"))
     puts child
   RUBY
 

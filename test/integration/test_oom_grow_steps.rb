@@ -9,20 +9,19 @@
 # the 1 MiB blocks are far above the 64 KiB interval, so each is
 # sampled with a weight near its size).
 require_relative "helper"
+require_relative "oom_helper"
 
 class TestOomGrowSteps < Minitest::Test
   include PprofHelper
 
-  SCRIPT = <<~'RUBY'
-    HALF = ("x" * 524_288).freeze
+  SCRIPT = OomHelper::PRELUDE + <<~'RUBY'
     def leak_step = "#{HALF}#{HALF}"
     def files = Dir.glob(File.join(ARGV[0], "grow-*.pb.gz")).size
     $keep = []
     4.times do |i|
       48.times { $keep << leak_step }
       GC.start
-      t = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-      sleep 0.01 until files > i || Process.clock_gettime(Process::CLOCK_MONOTONIC) - t > 20
+      wait_for(File.join(ARGV[0], "grow-#{i + 1}.pb.gz"))
     end
     sleep 0.3       # (no fifth file while nothing grows)
     puts files

@@ -9,22 +9,18 @@
 # sequence (%n), says why in its comments, and shows the leaking site
 # first in inuse_space; the file at exit comes next in the sequence.
 require_relative "helper"
+require_relative "oom_helper"
 
 class TestOomRssLimit < Minitest::Test
   include PprofHelper
 
-  SCRIPT = <<~'RUBY'
-    HALF = ("x" * 524_288).freeze
+  SCRIPT = OomHelper::PRELUDE + <<~'RUBY'
     def leak_rss = "#{HALF}#{HALF}"
     def files = Dir.glob(File.join(ARGV[0], "rss-*.pb.gz")).size
-    def wait_for(n)
-      t = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-      sleep 0.01 until files >= n || Process.clock_gettime(Process::CLOCK_MONOTONIC) - t > 20
-    end
     $keep = []
     3.times do |i|
       150.times { $keep << leak_rss }                 # RSS ~170 MiB: above 100 MiB
-      i < 2 ? wait_for(i + 1) : sleep(0.5)             # (the third: max_files reached)
+      i < 2 ? wait_for(File.join(ARGV[0], "rss-#{i + 1}.pb.gz")) : sleep(0.5)   # (the third: max_files reached)
       sleep 0.3                                       # (more polls above the threshold: still one file)
       $keep.clear
       GC.start                                        # RSS ~20 MiB: below 90 MiB, re-armed

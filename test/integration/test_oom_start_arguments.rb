@@ -5,20 +5,19 @@
 # the argument and change nothing (the sampler stays as it was); the
 # same in RUBY_GC_SAMPLING print one warning and leave sampling off.
 require_relative "helper"
+require_relative "oom_helper"
 
 class TestOomStartArguments < Minitest::Test
   include PprofHelper
 
   def test_start_limit_writes_and_bad_values_raise
     Dir.mktmpdir do |dir|
-      code = <<~'RUBY'
+      code = OomHelper::PRELUDE + <<~'RUBY'
         S = ObjectSpace::AllocationSampler
-        HALF = ("x" * 524_288).freeze
         def leak_start = "#{HALF}#{HALF}"
         S.start(limit: 120 * 1024 * 1024, limit_at: 0.5, out: File.join(ARGV[0], "s-%p-%n.pb.gz"))
         $keep = Array.new(100) { leak_start }
-        t = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-        sleep 0.01 until Dir.glob(File.join(ARGV[0], "*.pb.gz")).any? || Process.clock_gettime(Process::CLOCK_MONOTONIC) - t > 20
+        wait_for(File.join(ARGV[0], "*.pb.gz"))
         puts Dir.children(ARGV[0]).sort
       RUBY
       out, err, status = Open3.capture3({ "RUBY_GC_LIBRARY" => GC_LIBRARY, "RUBY_GC_SAMPLING" => nil }, RUBY, "-e", code, dir)
