@@ -51,19 +51,69 @@ arg_setting(VALUE v, enum sampling_setting_id id)
     return NUM2ULL(v);
 }
 
-/* start(interval: 524_288, mode: :poisson, depth: 128, seed: nil, max_samples: 100_000, malloc: true) */
+/* limit: :auto (the memory cgroup's) or bytes of RSS; nil or false: none. */
+static void
+arg_limit(VALUE v, struct sampling_params *params)
+{
+    if (NIL_P(v) || v == Qfalse) {
+        params->limit = SAMPLING_LIMIT_NONE;
+        return;
+    }
+    if (v == ID2SYM(rb_intern("auto"))) {
+        params->limit = SAMPLING_LIMIT_AUTO;
+        return;
+    }
+    if (!FIXNUM_P(v) || FIX2LONG(v) < (long)SAMPLING_LIMIT_BYTES_MIN || (uint64_t)FIX2LONG(v) > ((uint64_t)1 << 50))
+        rb_raise(rb_eArgError, "limit must be :auto, nil or an Integer from %llu to %llu bytes (got %"PRIsVALUE")",
+                 (unsigned long long)SAMPLING_LIMIT_BYTES_MIN, (unsigned long long)1 << 50, rb_inspect(v));
+    params->limit = SAMPLING_LIMIT_SIZE;
+    params->limit_bytes = (uint64_t)FIX2LONG(v);
+}
+
+/* limit_at: a fraction of the limit from 0.01 to 1 (Float, Integer or Rational). */
+static uint32_t
+arg_limit_at(VALUE v)
+{
+    double x = RB_FLOAT_TYPE_P(v) || RB_INTEGER_TYPE_P(v) || RB_TYPE_P(v, T_RATIONAL) ? NUM2DBL(v) : -1;
+    if (!(x >= SAMPLING_LIMIT_AT_MIN / 1e6 && x <= 1.0))
+        rb_raise(rb_eArgError, "limit_at must be a number from 0.01 to 1, the fraction of the limit that triggers "
+                 "(got %"PRIsVALUE")", rb_inspect(v));
+    return (uint32_t)llround(x * 1e6);
+}
+
+/* out: where the watcher's files go (%p the pid, %n the file's number),
+ * relative to the current directory. */
+static void
+arg_out(VALUE v, struct sampling_params *params)
+{
+    VALUE path = RB_TYPE_P(v, T_STRING) || rb_respond_to(v, rb_intern("to_path")) ? rb_get_path(v) : Qnil;
+    if (NIL_P(path) || RSTRING_LEN(path) == 0 || RSTRING_LEN(path) >= SAMPLING_OUT_MAX || memchr(RSTRING_PTR(path), 0, RSTRING_LEN(path)))
+        rb_raise(rb_eArgError, "out must be a file path (String, Pathname; %%p expands to the pid, %%n to the file's "
+                 "number) (got %"PRIsVALUE")", rb_inspect(v));
+    path = rb_file_expand_path(path, Qnil);
+    if (RSTRING_LEN(path) >= SAMPLING_OUT_MAX)
+        rb_raise(rb_eArgError, "out is too long (got %"PRIsVALUE")", rb_inspect(v));
+    memcpy(params->out, RSTRING_PTR(path), (size_t)RSTRING_LEN(path));
+    params->out[RSTRING_LEN(path)] = '\0';
+}
+
+/* start(interval: 524_288, mode: :poisson, depth: 128, seed: nil, max_samples: 100_000, malloc: true,
+ *       limit: nil, limit_at: 0.9, grow: nil, max_files: 16, min_gcs: 0, out: nil) */
 static VALUE
 sampler_start_m(int argc, VALUE *argv, VALUE self)
 {
     VALUE opts = Qnil;
     rb_scan_args(argc, argv, "0:", &opts);
-    /* the numeric settings, in table order, then mode */
-    enum { MODE = SAMPLING_SETTINGS, MALLOC, NKEYS };
+    /* the numeric settings, in table order, then the others */
+    enum { MODE = SAMPLING_SETTINGS, MALLOC, LIMIT, LIMIT_AT, OUT, NKEYS };
     static ID keys[NKEYS];
     if (!keys[0]) {
         for (int id = 0; id < SAMPLING_SETTINGS; id++) keys[id] = rb_intern(sampling_settings[id].name);
         keys[MODE] = rb_intern("mode");
         keys[MALLOC] = rb_intern("malloc");
+        keys[LIMIT] = rb_intern("limit");
+        keys[LIMIT_AT] = rb_intern("limit_at");
+        keys[OUT] = rb_intern("out");
     }
     VALUE values[NKEYS];
     for (int i = 0; i < NKEYS; i++) values[i] = Qundef;
@@ -71,6 +121,18 @@ sampler_start_m(int argc, VALUE *argv, VALUE self)
 
     struct sampling_params params;
     sampling_params_default(&params);
+    /* the watcher's settings and out= stay as they were (RUBY_GC_SAMPLING's, or the last start's) unless given */
+    const struct sampling_params *was = sampler_params();
+    params.limit = was->limit;
+    params.limit_bytes = was->limit_bytes;
+    params.limit_at = was->limit_at ? was->limit_at : SAMPLING_LIMIT_AT_DEFAULT;
+    params.grow = was->grow;
+    params.max_files = was->max_files ? was->max_files : params.max_files;
+    params.min_gcs = was->min_gcs;
+    if (values[SAMPLING_SETTING_GROW] != Qundef && NIL_P(values[SAMPLING_SETTING_GROW])) {
+        params.grow = 0;
+        values[SAMPLING_SETTING_GROW] = Qundef;
+    }
     for (int id = 0; id < SAMPLING_SETTINGS; id++) {
         if (values[id] == Qundef || (id == SAMPLING_SETTING_SEED && NIL_P(values[id]))) continue;
         sampling_params_set(&params, (enum sampling_setting_id)id, arg_setting(values[id], (enum sampling_setting_id)id));
@@ -87,10 +149,20 @@ sampler_start_m(int argc, VALUE *argv, VALUE self)
         params.malloc = m == Qtrue;
     }
 
+    if (values[LIMIT] != Qundef) arg_limit(values[LIMIT], &params);
+    if (values[LIMIT_AT] != Qundef) params.limit_at = arg_limit_at(values[LIMIT_AT]);
+
     /* keep the out= of a boot-time start: the profile is still written at exit */
-    strcpy(params.out, sampler_params()->out);
-    params.every = sampler_params()->every;
+    strcpy(params.out, was->out);
+    params.every = was->every;
+    if (values[OUT] != Qundef) arg_out(values[OUT], &params);
+    if ((params.limit || params.grow) && !params.out[0])
+        rb_raise(rb_eArgError, "%s needs out:, where its profiles go (e.g. out: \"heap-%%p-%%n.pb.gz\")",
+                 params.limit ? "limit" : "grow");
+    if ((params.limit || params.grow) && sampling_dhat_path(params.out))
+        rb_raise(rb_eArgError, "out must name a pprof file with limit: or grow: (got %s, a DHAT name)", params.out);
     sampler_start(&params);
+    sampling_watch_configure(sampler_params());
     return Qtrue;
 }
 
@@ -153,6 +225,9 @@ sampler_stats_m(VALUE self)
     rb_hash_aset(h, SYM("peak_lost"), ULL2NUM(s.peak_lost));
     rb_hash_aset(h, SYM("timeline_rows"), ULL2NUM(s.timeline_rows));
     rb_hash_aset(h, SYM("reader_samples"), ULL2NUM(s.reader_samples));
+    rb_hash_aset(h, SYM("merged"), ULL2NUM(s.merged));
+    rb_hash_aset(h, SYM("carried"), ULL2NUM(s.carried));
+    rb_hash_aset(h, SYM("lost_frees"), ULL2NUM(s.lost_frees));
     uint64_t label_sets, label_sets_dropped;
     sampling_labels_stats(&label_sets, &label_sets_dropped);
     rb_hash_aset(h, SYM("label_sets"), ULL2NUM(label_sets));
@@ -225,6 +300,7 @@ api_init(void)
     sampling_define_retention(mSampler);
     sampling_define_dhat(mSampler);
     sampling_define_threads(mSampler);
+    sampling_define_memory_split(mSampler);
 
     start_from_environment();
 }

@@ -26,12 +26,14 @@ bool sampling_timeline_path(const char *profile, char *out, size_t size);
 void sampling_define_retention(VALUE mSampler); /* retention_api.c */
 void sampling_define_dhat(VALUE mSampler);      /* dhat_api.c */
 
-/* dhat_api.c: the DHAT file (dhat.h) as a String, and whether a path
- * names one (it ends in ".dhat.json": RUBY_GC_SAMPLING's out= then
- * writes DHAT instead of pprof). */
-VALUE sampling_dhat_text(void);
+/* dhat_api.c: the DHAT file (dhat.h) as a String (in use at the end:
+ * the samples that survived min_gcs GCs), and whether a path names one
+ * (it ends in ".dhat.json": RUBY_GC_SAMPLING's out= then writes DHAT
+ * instead of pprof). */
+VALUE sampling_dhat_text(uint32_t min_gcs);
 bool sampling_dhat_path(const char *path);
 void sampling_define_threads(VALUE mSampler);   /* threads.c */
+void sampling_define_memory_split(VALUE mSampler);  /* memory_split.c */
 
 /* sample.c, for other readers: a Sample of the record at index (which
  * the read sees); the retention paths found with it (retention_paths.h's
@@ -89,6 +91,21 @@ void sampling_periodic_after_fork(void);
  * process that read it (sampling_out_claim), before it starts. */
 bool sampling_out_path(unsigned long seq, char *path, size_t size);
 void sampling_out_claim(void);
+/* The process's next file's name (out= numbers every file of a process
+ * in one sequence: every='s, the watcher's, the one at exit; with the
+ * GVL), and a file written whole (a temporary file renamed over the
+ * name; no symlink followed): false with the reason in err.  No Ruby:
+ * callable without the GVL (out.c). */
+bool sampling_out_next(char *path, size_t size);
+bool sampling_out_write(const char *path, const uint8_t *bytes, size_t len, char *err, size_t errlen);
+
+/* start(limit:, grow:, out:, ...): the watcher takes params's settings
+ * (periodic.c). */
+struct sampling_params;
+void sampling_watch_configure(const struct sampling_params *params);
+
+/* A min_gcs: argument (Qundef: 0), or ArgumentError naming it (write.c). */
+uint32_t sampling_min_gcs_arg(VALUE v);
 
 /* Writes the profile to RUBY_GC_SAMPLING's out= at exit (out.c). */
 void sampling_write_at_exit(void);

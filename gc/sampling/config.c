@@ -10,6 +10,11 @@ const struct sampling_setting sampling_settings[SAMPLING_SETTINGS] = {
     [SAMPLING_SETTING_DEPTH] = { "depth", 128, 1, 4096, " frames", 1000 },
     [SAMPLING_SETTING_MAX_SAMPLES] = { "max_samples", 100000, 1, 100000000, "", 1000 },
     [SAMPLING_SETTING_SEED] = { "seed", 0, 0, UINT64_MAX, "", 0 },
+    /* the watcher's (docs/oom.md): 0 (the default) is off; a step below
+     * 1 MiB would write a file at every few GCs */
+    [SAMPLING_SETTING_GROW] = { "grow", 0, 1048576, (uint64_t)1 << 50, " bytes", 1024 },
+    [SAMPLING_SETTING_MAX_FILES] = { "max_files", 16, 1, 100000, "", 1000 },
+    [SAMPLING_SETTING_MIN_GCS] = { "min_gcs", 0, 0, UINT32_MAX, " GCs", 1000 },
 };
 
 static const char *const mode_names[] = {
@@ -43,6 +48,9 @@ sampling_params_set(struct sampling_params *params, enum sampling_setting_id id,
       case SAMPLING_SETTING_DEPTH: params->depth = (uint32_t)value; break;
       case SAMPLING_SETTING_MAX_SAMPLES: params->max_samples = (size_t)value; break;
       case SAMPLING_SETTING_SEED: params->seed = value; params->has_seed = true; break;
+      case SAMPLING_SETTING_GROW: params->grow = value; break;
+      case SAMPLING_SETTING_MAX_FILES: params->max_files = (uint32_t)value; break;
+      case SAMPLING_SETTING_MIN_GCS: params->min_gcs = (uint32_t)value; break;
       case SAMPLING_SETTINGS: break;
     }
 }
@@ -60,6 +68,7 @@ sampling_params_default(struct sampling_params *params)
     memset(params, 0, sizeof(*params));
     params->mode = SAMPLING_MODE_POISSON;
     params->malloc = SAMPLING_MALLOC_DEFAULT;
+    params->limit_at = SAMPLING_LIMIT_AT_DEFAULT;
     for (int id = 0; id < SAMPLING_SETTINGS; id++) {
         if (id != SAMPLING_SETTING_SEED) sampling_params_set(params, (enum sampling_setting_id)id, sampling_settings[id].def);
     }
@@ -92,6 +101,25 @@ sampling_parse_size(const char *text, size_t len, unsigned base, uint64_t *out)
         }
     }
     *out = v;
+    return true;
+}
+
+bool
+sampling_parse_fraction(const char *text, size_t len, uint32_t *millionths)
+{
+    /* digits, an optional point and at most six decimals */
+    uint64_t whole = 0, frac = 0;
+    size_t i = 0, digits = 0, decimals = 0;
+    for (; i < len && text[i] >= '0' && text[i] <= '9' && digits < 3; i++, digits++) whole = whole * 10 + (uint64_t)(text[i] - '0');
+    if (i < len && text[i] == '.') {
+        for (i++; i < len && text[i] >= '0' && text[i] <= '9' && decimals < 6; i++, decimals++) frac = frac * 10 + (uint64_t)(text[i] - '0');
+        if (!decimals) return false;
+    }
+    if (i != len || (!digits && !decimals)) return false;
+    for (size_t d = decimals; d < 6; d++) frac *= 10;
+    uint64_t v = whole * 1000000 + frac;
+    if (v < SAMPLING_LIMIT_AT_MIN || v > SAMPLING_LIMIT_AT_ONE) return false;
+    *millionths = (uint32_t)v;
     return true;
 }
 
@@ -184,6 +212,22 @@ sampling_params_parse(const char *text, struct sampling_params *params, char *er
                             value, valuelen);
             params->every = (uint32_t)(n * scale);
         }
+        else if (KEY("limit")) {
+            /* auto: the memory cgroup's; a size: RSS */
+            if (valuelen == 4 && memcmp(value, "auto", 4) == 0) params->limit = SAMPLING_LIMIT_AUTO;
+            else if (sampling_parse_size(value, valuelen, 1024, &n) && n >= SAMPLING_LIMIT_BYTES_MIN && n <= ((uint64_t)1 << 50)) {
+                params->limit = SAMPLING_LIMIT_SIZE;
+                params->limit_bytes = n;
+            }
+            else return fail(err, errlen, "%s=%s: expected auto (the memory cgroup's limit) or a size of RSS from 1m to "
+                             "1125899906842624 bytes (k/m/g: powers of 1024)", p, keylen, value, valuelen);
+        }
+        else if (KEY("limit_at")) {
+            uint32_t f;
+            if (!sampling_parse_fraction(value, valuelen, &f))
+                return fail(err, errlen, "%s=%s: expected a fraction of the limit from 0.01 to 1 (e.g. 0.9)", p, keylen, value, valuelen);
+            params->limit_at = f;
+        }
         else if (KEY("out")) {
             if (valuelen == 0 || valuelen >= SAMPLING_OUT_MAX)
                 return fail(err, errlen, "%s=%s: expected a file path (%%p expands to the pid)", p, keylen, value, valuelen);
@@ -191,12 +235,12 @@ sampling_params_parse(const char *text, struct sampling_params *params, char *er
             params->out[valuelen] = '\0';
         }
         else {
-            char known[160] = "", fmt[224];
+            char known[192] = "", fmt[288];
             for (int i = 0; i < SAMPLING_SETTINGS; i++) {
                 strcat(known, sampling_settings[i].name);
                 strcat(known, ", ");
             }
-            snprintf(fmt, sizeof(fmt), "unknown key '%%s'%%s (known: %smode, malloc, out, every)", known);
+            snprintf(fmt, sizeof(fmt), "unknown key '%%s'%%s (known: %smode, malloc, out, every, limit, limit_at)", known);
             return fail(err, errlen, fmt, p, keylen, "", 0);
         }
 #undef KEY
@@ -215,6 +259,16 @@ sampling_params_parse(const char *text, struct sampling_params *params, char *er
     if (params->every && outlen >= 10 && strcmp(params->out + outlen - 10, ".dhat.json") == 0) {
         snprintf(err, errlen, "every= writes pprof delta files: out= must not end in .dhat.json (a DHAT file is written "
                  "once, at exit, without every=)");
+        return false;
+    }
+    /* the watcher's files go to out= (pprof: go tool pprof -diff_base
+     * compares two) */
+    if ((params->limit || params->grow) && !params->out[0]) {
+        snprintf(err, errlen, "%s needs out=, where its profiles go (e.g. out=heap-%%p-%%n.pb.gz)", params->limit ? "limit=" : "grow=");
+        return false;
+    }
+    if ((params->limit || params->grow) && outlen >= 10 && strcmp(params->out + outlen - 10, ".dhat.json") == 0) {
+        snprintf(err, errlen, "limit= and grow= write pprof files: out= must not end in .dhat.json");
         return false;
     }
     return true;

@@ -20,6 +20,12 @@
  * are met (benchmark/results/malloc.md), and the heap is mostly buffers. */
 #define SAMPLING_MALLOC_DEFAULT     true
 
+enum sampling_limit {
+    SAMPLING_LIMIT_NONE,
+    SAMPLING_LIMIT_AUTO,        /* the memory cgroup's limit (v1 or v2; memlimit.h) */
+    SAMPLING_LIMIT_SIZE,        /* limit_bytes, against the process's RSS */
+};
+
 struct sampling_params {
     enum sampling_mode mode;
     uint64_t interval;
@@ -30,9 +36,23 @@ struct sampling_params {
     uint64_t seed;
     char out[SAMPLING_OUT_MAX];  /* "" when not given; %p, %n not yet expanded; a name ending in .dhat.json: DHAT (dhat.h), else pprof */
     uint32_t every;             /* seconds between delta files (out= names them, with %n); 0: one profile at exit */
+    /* Before the limit (docs/oom.md): the watcher (periodic.h) writes the
+     * in-use profile to out= when memory crosses limit_at x the limit,
+     * and at each new high of the live estimate by grow bytes; at most
+     * max_files files in all. */
+    enum sampling_limit limit;  /* none, the cgroup's (auto) or limit_bytes of RSS */
+    uint64_t limit_bytes;       /* SAMPLING_LIMIT_SIZE: the RSS that is the limit */
+    uint32_t limit_at;          /* the fraction of the limit that triggers, in millionths (900000: 0.9) */
+    uint64_t grow;              /* bytes; 0: no file on growth */
+    uint32_t max_files;         /* files the watcher writes at most */
+    uint32_t min_gcs;           /* out='s files count in use only samples that survived this many GCs */
 };
 
 #define SAMPLING_EVERY_MAX  86400   /* seconds */
+#define SAMPLING_LIMIT_AT_DEFAULT 900000    /* limit_at=0.9 */
+#define SAMPLING_LIMIT_AT_MIN 10000         /* 0.01 */
+#define SAMPLING_LIMIT_AT_ONE 1000000       /* 1.0, the most */
+#define SAMPLING_LIMIT_BYTES_MIN 1048576    /* limit=SIZE: at least 1 MiB */
 
 /* The modes' names, the one spelling of RUBY_GC_SAMPLING's mode=,
  * start's mode: (as Symbols), stats[:mode] and the profiles' comments. */
@@ -50,6 +70,9 @@ enum sampling_setting_id {
     SAMPLING_SETTING_DEPTH,
     SAMPLING_SETTING_MAX_SAMPLES,
     SAMPLING_SETTING_SEED,
+    SAMPLING_SETTING_GROW,
+    SAMPLING_SETTING_MAX_FILES,
+    SAMPLING_SETTING_MIN_GCS,
     SAMPLING_SETTINGS
 };
 
@@ -67,6 +90,10 @@ void sampling_params_set(struct sampling_params *params, enum sampling_setting_i
 
 /* "from 1 to 1125899906842624 bytes": the range for messages. */
 void sampling_setting_range(enum sampling_setting_id id, char *buf, size_t buflen);
+
+/* limit_at's value: a decimal fraction from 0.01 to 1 ("0.9", ".95",
+ * "1") of len bytes, in millionths; false for anything else. */
+bool sampling_parse_fraction(const char *text, size_t len, uint32_t *millionths);
 
 /* Parses RUBY_GC_SAMPLING into params (defaults first).  Returns true, or
  * false with a one-line reason in err. */

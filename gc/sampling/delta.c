@@ -166,7 +166,6 @@ static VALUE
 mark_body(VALUE arg)
 {
     struct mark *m = (struct mark *)arg;
-    read_begin(&m->read);
     sampling_delta_begin(m->d);
     READ_SITES_FOREACH(&m->read, site) {
         struct site_values sv = read_site_values(site, m->inuse);
@@ -179,10 +178,9 @@ mark_body(VALUE arg)
 }
 
 static VALUE
-mark_ensure(VALUE arg)
+mark_done(VALUE arg)
 {
     struct mark *m = (struct mark *)arg;
-    read_end(&m->read, NULL);
     sampling_delta_end(m->d);
     read_inuse_free(m->inuse);
     return Qnil;
@@ -191,8 +189,8 @@ mark_ensure(VALUE arg)
 static void
 delta_mark(struct sampling_delta *d)
 {
-    struct mark m = { READ_INIT, st_init_numtable(), d };
-    rb_ensure(mark_body, (VALUE)&m, mark_ensure, (VALUE)&m);
+    struct mark m = { .inuse = st_init_numtable(), .d = d };
+    read_run(&m.read, mark_body, (VALUE)&m, NULL, mark_done);
 }
 
 /* mark => self: the next read counts from now */
@@ -219,36 +217,39 @@ delta_initialize(int argc, VALUE *argv, VALUE self)
     return self;
 }
 
-/* The view: keyword of pprof and write_pprof (Qundef: none). */
-static VALUE
-view_kwarg(VALUE opts)
+/* The view: and min_gcs: keywords of pprof and write_pprof (Qundef:
+ * not given). */
+static void
+pprof_kwargs(VALUE opts, VALUE values[2])
 {
-    VALUE view = Qundef;
+    values[0] = values[1] = Qundef;
     if (!NIL_P(opts)) {
-        ID key = rb_intern("view");
-        rb_get_kwargs(opts, &key, 0, 1, &view);
+        ID keys[2] = { rb_intern("view"), rb_intern("min_gcs") };
+        rb_get_kwargs(opts, keys, 0, 2, values);
     }
-    return view;
 }
 
-/* pprof(view: :allocations) (or view: :heap, Go's four sample types) */
+/* pprof(view: :allocations, min_gcs: 0) (or view: :heap, Go's four
+ * sample types) */
 static VALUE
 delta_pprof_m(int argc, VALUE *argv, VALUE self)
 {
-    VALUE opts = Qnil;
+    VALUE opts = Qnil, values[2];
     rb_scan_args(argc, argv, "0:", &opts);
-    return sampling_pprof_delta_bytes(rb_check_typeddata(self, &delta_type), view_kwarg(opts));
+    pprof_kwargs(opts, values);
+    return sampling_pprof_delta_bytes(rb_check_typeddata(self, &delta_type), values[0], values[1]);
 }
 
-/* write_pprof(path_or_io, view: :allocations) */
+/* write_pprof(path_or_io, view: :allocations, min_gcs: 0) */
 static VALUE
 delta_write_pprof_m(int argc, VALUE *argv, VALUE self)
 {
-    VALUE dest, opts = Qnil;
+    VALUE dest, opts = Qnil, values[2];
     rb_scan_args(argc, argv, "1:", &dest, &opts);
-    VALUE view = view_kwarg(opts);
+    pprof_kwargs(opts, values);
     sampling_check_destination(dest, "path_or_io");
-    return sampling_write_out(dest, sampling_pprof_delta_bytes(rb_check_typeddata(self, &delta_type), view), "path_or_io");
+    return sampling_write_out(dest, sampling_pprof_delta_bytes(rb_check_typeddata(self, &delta_type), values[0], values[1]),
+                              "path_or_io");
 }
 
 READER_METHODV(delta_initialize)

@@ -96,10 +96,23 @@ dhat_frame_at(struct dhat *d, const char *name, size_t namelen, const char *wher
 size_t
 dhat_where(char *out, size_t size, const char *path, size_t pathlen, int line)
 {
-    int n = !path ? snprintf(out, size, "in C")
-          : line > 0 ? snprintf(out, size, "%.*s:%d", (int)pathlen, path, line)
-          : snprintf(out, size, "%.*s", (int)pathlen, path);
-    return n < 0 ? 0 : (size_t)n;
+    if (!path) {
+        int n = snprintf(out, size, "in C");
+        return n < 0 ? 0 : (size_t)n;
+    }
+    /* the path's bytes as they are (a NUL in it too, as pprof keeps it),
+     * then ":line" */
+    char suffix[16];
+    int s = line > 0 ? snprintf(suffix, sizeof(suffix), ":%d", line) : 0;
+    size_t slen = s < 0 ? 0 : (size_t)s;
+    if (size) {
+        size_t k = pathlen < size - 1 ? pathlen : size - 1;
+        memcpy(out, path, k);
+        size_t m = slen < size - 1 - k ? slen : size - 1 - k;
+        memcpy(out + k, suffix, m);
+        out[k + m] = '\0';
+    }
+    return pathlen + slen;
 }
 
 /* ---- points, interned by their frame lists ---- */

@@ -67,7 +67,7 @@ uint32_t dhat_frame(struct dhat *d, const char *text, size_t len);
 uint32_t dhat_frame_at(struct dhat *d, const char *name, size_t namelen, const char *where, size_t wherelen);
 
 /* A code location as WHERE: "path:line" ("path" when line is 0; "in C"
- * without a path).  Writes at most size bytes (NUL included); returns
+ * without a path), the path's bytes as they are (a NUL too).  Writes at most size bytes (NUL included); returns
  * the length it needed. */
 size_t dhat_where(char *out, size_t size, const char *path, size_t pathlen, int line);
 

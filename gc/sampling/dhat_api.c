@@ -45,6 +45,7 @@ const char *rb_imemo_name(int type);
 struct dhat_build {
     struct read read;
     st_table *inuse, *peak;
+    uint32_t min_gcs;               /* eb, ebk: samples that survived this many GCs only */
     struct dhat *d;
     char *text;
     size_t len;
@@ -221,8 +222,7 @@ static VALUE
 dhat_build_body(VALUE arg)
 {
     struct dhat_build *b = (struct dhat_build *)arg;
-    read_begin(&b->read);
-    read_inuse(&b->read, b->inuse);
+    read_inuse_aged(&b->read, b->inuse, b->min_gcs);
     const struct sampling_peak *peak = &sampler_timeline()->peak;
     struct site_values other_peak = { 0 };
     if (peak->taken) read_peak(&b->read, b->peak, &other_peak);
@@ -257,10 +257,9 @@ dhat_build_body(VALUE arg)
 }
 
 static VALUE
-dhat_build_ensure(VALUE arg)
+dhat_build_done(VALUE arg)
 {
     struct dhat_build *b = (struct dhat_build *)arg;
-    read_end(&b->read, NULL);
     read_inuse_free(b->inuse);
     read_inuse_free(b->peak);
     dhat_free(b->d);
@@ -269,12 +268,13 @@ dhat_build_ensure(VALUE arg)
 
 /* The DHAT file as a String (UTF-8 JSON). */
 VALUE
-sampling_dhat_text(void)
+sampling_dhat_text(uint32_t min_gcs)
 {
     struct dhat *d = dhat_new();
     if (!d) rb_memerror();
-    struct dhat_build b = { READ_INIT, st_init_numtable(), st_init_numtable(), d, NULL, 0 };
-    rb_ensure(dhat_build_body, (VALUE)&b, dhat_build_ensure, (VALUE)&b);
+    struct dhat_build b = { .inuse = st_init_numtable(), .peak = st_init_numtable(), .d = d };
+    b.min_gcs = min_gcs;
+    read_run(&b.read, dhat_build_body, (VALUE)&b, NULL, dhat_build_done);
     VALUE str = rb_utf8_str_new(b.text, (long)b.len);
     free(b.text);
     return str;
@@ -288,27 +288,44 @@ sampling_dhat_path(const char *path)
     return len >= n && strcmp(path + len - n, suffix) == 0;
 }
 
-/* dhat => the DHAT file as a String */
-static VALUE
-sampler_dhat_m(VALUE self)
+/* The min_gcs: keyword (Qundef: not given). */
+static uint32_t
+min_gcs_kwarg(VALUE opts)
 {
-    return sampling_dhat_text();
+    VALUE v = Qundef;
+    if (!NIL_P(opts)) {
+        ID key = rb_intern("min_gcs");
+        rb_get_kwargs(opts, &key, 0, 1, &v);
+    }
+    return sampling_min_gcs_arg(v);
 }
 
-/* write_dhat(path_or_io) => bytes written */
+/* dhat(min_gcs: 0) => the DHAT file as a String */
 static VALUE
-sampler_write_dhat_m(VALUE self, VALUE dest)
+sampler_dhat_m(int argc, VALUE *argv, VALUE self)
 {
+    VALUE opts = Qnil;
+    rb_scan_args(argc, argv, "0:", &opts);
+    return sampling_dhat_text(min_gcs_kwarg(opts));
+}
+
+/* write_dhat(path_or_io, min_gcs: 0) => bytes written */
+static VALUE
+sampler_write_dhat_m(int argc, VALUE *argv, VALUE self)
+{
+    VALUE dest, opts = Qnil;
+    rb_scan_args(argc, argv, "1:", &dest, &opts);
+    uint32_t min_gcs = min_gcs_kwarg(opts);
     sampling_check_destination(dest, "path_or_io");
-    return sampling_write_out(dest, sampling_dhat_text(), "path_or_io");
+    return sampling_write_out(dest, sampling_dhat_text(min_gcs), "path_or_io");
 }
 
-READER_METHOD0(sampler_dhat_m)
-READER_METHOD1(sampler_write_dhat_m)
+READER_METHODV(sampler_dhat_m)
+READER_METHODV(sampler_write_dhat_m)
 
 void
 sampling_define_dhat(VALUE mSampler)
 {
-    rb_define_singleton_method(mSampler, "dhat", sampler_dhat_m_reader, 0);
-    rb_define_singleton_method(mSampler, "write_dhat", sampler_write_dhat_m_reader, 1);
+    rb_define_singleton_method(mSampler, "dhat", sampler_dhat_m_reader, -1);
+    rb_define_singleton_method(mSampler, "write_dhat", sampler_write_dhat_m_reader, -1);
 }

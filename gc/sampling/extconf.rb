@@ -13,6 +13,13 @@ $INCFLAGS << " -I$(topdir)"
 # plain protobuf too).
 have_header("zlib.h") && have_library("z", "deflateInit2_")
 
+# The otel_memory USDT probes (usdt.h) need <sys/sdt.h> (Debian's
+# systemtap-sdt-dev, which tools/install-deps installs); without it the
+# library is built without them, and says so here, once.
+unless have_header("sys/sdt.h")
+  message "sampling: <sys/sdt.h> not found (systemtap-sdt-dev): building without the otel_memory probes\n"
+end
+
 # A GC in a shared object pays for it (shared_object.h): the library's own
 # exported functions (rb_gc_impl_*, which gc.c finds by dlsym in this
 # library, never interposed) may be inlined into each other.  (Not
@@ -29,7 +36,7 @@ $defs << "-DSAMPLING_PHASES=1" if ENV["SAMPLING_GC_PHASES"] == "1"
 # The files sampling.c #includes (the sampling path's, malloc.c,
 # retention_walk.c: see its includes) are compiled inside it, not as
 # objects here; HACKING.md's map says what each file is.
-$objs = %w[sampling.o blocks.o retention.o retention_names.o retention_paths.o retention_read.o retention_view.o retention_api.o frames.o api.o read.o sample.o profile.o out.o report.o config.o pprof.o addresses.o labels.o labels_fiber.o labels_api.o delta.o periodic.o write.o timeline_api.o dhat.o dhat_api.o threads.o]
+$objs = %w[sampling.o blocks.o retention.o retention_names.o retention_paths.o retention_read.o retention_view.o retention_api.o frames.o api.o read.o sample.o profile.o out.o report.o config.o pprof.o addresses.o labels.o labels_fiber.o labels_api.o delta.o periodic.o write.o timeline_api.o dhat.o dhat_api.o threads.o memlimit.o watch.o memory_split.o usdt.o]
 
 # Ruby 4.1's default.c includes probes.h in a modular build too: in a
 # Ruby built with DTrace/SystemTap probes, their semaphores come from the

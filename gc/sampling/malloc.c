@@ -91,6 +91,7 @@ static struct {
     uint64_t threads;       /* threads seeded since start: each gets its own generator */
     uint64_t bytes, samples, points;    /* since start or clear (atomics: any thread) */
     uint64_t dropped, lost_frees;       /* (atomics) */
+    uint64_t merged;                    /* samples of a sampled block's growth, merged into its record (malloc_lock) */
 } malloc_state;
 static uint64_t malloc_epoch = 1;   /* bumped by start, stop, clear, fork */
 
@@ -204,6 +205,24 @@ struct malloc_event {
 static struct malloc_event malloc_events[MALLOC_EVENTS];
 static size_t malloc_nevents;
 
+/* The weights of samples dropped for a full queue (or no room in the
+ * table of blocks): recorded nowhere, but counted in the totals, as
+ * <other sites>, when the records' owner next applies the queue, so the
+ * allocation totals stay exact (malloc_lock; `malloc_lost` says some
+ * wait, for a look without the lock). */
+static double malloc_lost_space, malloc_lost_objects;
+static bool malloc_lost;
+
+/* A sample dropped (under malloc_lock). */
+static void
+malloc_lose(const struct sampling_sample *sample)
+{
+    malloc_lost_space += sample->weight;
+    malloc_lost_objects += sample->weight / (double)sample->size;
+    __atomic_store_n(&malloc_lost, true, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&malloc_state.dropped, 1, __ATOMIC_RELAXED);
+}
+
 /* Whether a thread holding the GVL may touch the records now: one Ractor
  * (the GVL serialises, as for slot samples) and no read on. */
 static inline bool
@@ -249,6 +268,7 @@ malloc_apply_sample(void *ptr, uint64_t block_size, const struct sampling_sample
     if (b && b->record != SAMPLING_NONE &&
         sampling_records_resize(r, b->record, b->seq, block_size, sample->weight, in.obj)) {
         sampling_records_tally(r, &in);
+        malloc_state.merged++;
         return;
     }
     uint32_t index = sampling_records_add(r, &in);
@@ -303,13 +323,20 @@ malloc_drain_locked(size_t gc_count)
         }
     }
     malloc_nevents = 0;
+    if (malloc_lost) {
+        sampling_sites_count(&sampler.records.sites, NULL, malloc_lost_space, malloc_lost_objects);
+        malloc_lost_space = malloc_lost_objects = 0;
+        __atomic_store_n(&malloc_lost, false, __ATOMIC_RELAXED);
+    }
 }
 
 /* For the records' owner (GVL or VM lock, no read on): the queue, applied. */
 static void
 malloc_drain(size_t gc_count)
 {
-    if (!__atomic_load_n(&malloc_nevents, __ATOMIC_RELAXED) || sampler.records.reading) return;
+    if ((!__atomic_load_n(&malloc_nevents, __ATOMIC_RELAXED) && !__atomic_load_n(&malloc_lost, __ATOMIC_RELAXED)) ||
+        sampler.records.reading)
+        return;
     pthread_mutex_lock(&malloc_lock);
     malloc_drain_locked(gc_count);
     pthread_mutex_unlock(&malloc_lock);
@@ -317,9 +344,8 @@ malloc_drain(size_t gc_count)
 
 /* A queued sample's stack holds code (iseqs, method entries) that no site
  * watches yet: the end of a marking applies the queue before it checks
- * the sites' references, but not while a read or a quiet scope is on
- * (report and write_collapsed run Ruby code, and GCs, inside one).  Code
- * that died meanwhile (an eval's or a class body's iseq) would be swept
+ * the sites' references, but not while a read is on.  Code that died
+ * meanwhile (an eval's or a class body's iseq) would be swept
  * and then read when the sample is applied and named.  So while queued,
  * that code is marked, and pinned (the queue is not updated by
  * compaction): it lives until the next marking that can apply the queue,
@@ -374,6 +400,7 @@ malloc_forget_locked(rb_objspace_t *objspace, void *ptr, bool now)
     if (!b) return;     /* the filter's false positive */
     if (b->pending) malloc_events_retarget(ptr, NULL);     /* still queued: recorded dead */
     malloc_end_locked(objspace, b->record, b->seq, now);
+    usdt_free((uintptr_t)ptr);
     sampling_blocks_remove(&malloc_blocks, b);
 }
 
@@ -425,10 +452,12 @@ malloc_block_move(rb_objspace_t *objspace, const void *from, void *to, uint64_t 
         b = malloc_block_find(from);
         if (b->pending) malloc_events_retarget(from, NULL);
         malloc_end_locked(objspace, b->record, b->seq, now);
+        usdt_free((uintptr_t)from);
         sampling_blocks_remove(&malloc_blocks, b);
         return NULL;
     }
     if (moved->pending) malloc_events_retarget(from, to);
+    usdt_move((uintptr_t)from, (uintptr_t)to);
     return moved;
 }
 
@@ -458,6 +487,15 @@ malloc_resized(rb_objspace_t *objspace, const void *from, void *to, uint64_t ser
         }
     }
     pthread_mutex_unlock(&malloc_lock);
+}
+
+/* A block's sample to the tracer (usdt.h): a sampled block that grew
+ * across a point ends and is announced again. */
+static inline void
+malloc_announce(void *ptr, uint64_t block_size, double weight, bool regrown)
+{
+    if (regrown) usdt_free((uintptr_t)ptr);
+    usdt_alloc((uintptr_t)ptr, block_size, weight);
 }
 
 /* Step 3: `bytes` of the block ptr (block_size bytes now) held `points`.
@@ -516,6 +554,7 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block
     e.labels = sampling_labels_current(ec);
     pthread_mutex_lock(&malloc_lock);
     struct sampling_block *b = serial ? malloc_block_move(objspace, from, ptr, serial, now) : NULL;
+    bool regrown = b != NULL;   /* announced anew (usdt.h) */
     if (!b) {
         /* an entry left by a block released with plain free() (README, Limits) */
         if (malloc_block_find(ptr)) malloc_forget_locked(objspace, ptr, now);
@@ -523,18 +562,20 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block
     }
     if (!b) {
         if (!now) free(e.frames);
-        __atomic_fetch_add(&malloc_state.dropped, 1, __ATOMIC_RELAXED);
+        malloc_lose(&e.sample);
     }
     else if (now) {
+        malloc_announce(ptr, block_size, e.sample.weight, regrown);
         malloc_drain_locked(objspace->profile.count);
         malloc_apply_sample(ptr, block_size, &e.sample, e.frames, e.capture, e.labels, objspace->profile.count);
     }
     else if (malloc_queue(&e)) {
         b->pending++;
+        malloc_announce(ptr, block_size, e.sample.weight, regrown);
     }
     else {
         free(e.frames);
-        __atomic_fetch_add(&malloc_state.dropped, 1, __ATOMIC_RELAXED);
+        malloc_lose(&e.sample);
     }
     pthread_mutex_unlock(&malloc_lock);
     t->busy = false;
@@ -720,7 +761,7 @@ static void
 malloc_counters_reset(void)
 {
     malloc_state.bytes = malloc_state.samples = malloc_state.points = 0;
-    malloc_state.dropped = malloc_state.lost_frees = 0;
+    malloc_state.dropped = malloc_state.lost_frees = malloc_state.merged = 0;
     malloc_state.threads = 0;
     __atomic_fetch_add(&malloc_epoch, 1, __ATOMIC_RELEASE);
     malloc_thread_reset(&malloc_tls);   /* the calling thread counts from now, exactly */
@@ -752,9 +793,11 @@ malloc_get_stats(struct sampler_stats *stats)
     stats->malloc = malloc_state.on;
     stats->malloc_allocated_bytes = malloc_state.bytes + (malloc_state.on && t->epoch == malloc_epoch ? t->set - t->countdown : 0);
     stats->malloc_samples = malloc_state.samples;
-    stats->samples += malloc_state.samples;     /* so samples == records + dropped + evicted */
+    stats->samples += malloc_state.samples;     /* (the identity: sampler.h) */
     stats->malloc_points = malloc_state.points;
-    stats->dropped += malloc_state.dropped + malloc_state.lost_frees;
+    stats->dropped += malloc_state.dropped;
+    stats->merged = malloc_state.merged;
+    stats->lost_frees = __atomic_load_n(&malloc_state.lost_frees, __ATOMIC_RELAXED);
 }
 
 /* Bytes the malloc side holds: the table of sampled blocks (by

@@ -11,6 +11,8 @@
 #include "delta.h"
 #include "periodic.h"
 #include "sampler.h"
+#include "timeline.h"
+#include "watch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +30,11 @@
  * the wake-up. */
 #define WAKE_GRACE_NS (50 * 1000 * 1000ULL)
 
+#define FOREVER UINT64_MAX
+
+/* What a build makes: every='s delta, or the watcher's in-use profile. */
+enum build_kind { BUILD_DELTA, BUILD_INUSE };
+
 enum build_state {
     IDLE,       /* nothing asked */
     WANTED,     /* the writer asked; the job has not started */
@@ -42,14 +49,20 @@ static struct {
     long pid;                       /* the process the writer runs in; 0: none */
     bool stop;
     enum build_state state;
+    enum build_kind kind;           /* WANTED..BUILT: what */
+    char why[WATCH_WHY];            /* BUILD_INUSE: the comment that says why */
     uint8_t *bytes;                 /* BUILT: the profile (malloc'd) */
     size_t len;
     char path[SAMPLING_OUT_MAX + 64];   /* BUILT: where it goes */
     rb_thread_t *main_thread;       /* woken when no Ruby thread runs the job */
-    uint64_t every_ns;
+    uint64_t every_ns;              /* 0: no every= */
+    /* the watcher: its settings (set with the GVL, under lock; taken by
+     * the writer when `reconfigured`), and the writer's own (watch.h) */
+    struct sampling_params watch;
+    bool watching, reconfigured;
+    struct sampling_watch w;
     /* with the GVL only: */
     struct sampling_delta delta;    /* since start (or the fork) */
-    unsigned long seq;              /* files numbered so far */
     VALUE mutex;                    /* a build and the last one apart (a GC root) */
     bool done;                      /* the last file is written */
     rb_postponed_job_handle_t job;
@@ -74,32 +87,11 @@ wait_until(uint64_t ns)
 /* ---- the file ---- */
 
 static void
-write_file(const char *path, const uint8_t *bytes, size_t len)
+write_file(const char *path, const uint8_t *bytes, size_t len, const char *what)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    const char *what = NULL;
-    int err = 0;
-    if (fd < 0) {
-        what = "open";
-        err = errno;
-    }
-    else {
-        for (size_t done = 0; done < len;) {
-            ssize_t n = write(fd, bytes + done, len - done);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) {
-                what = "write";
-                err = n < 0 ? errno : EIO;
-                break;
-            }
-            done += (size_t)n;
-        }
-        if (close(fd) != 0 && !what) {
-            what = "close";
-            err = errno;
-        }
-    }
-    if (what) fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: could not write the delta to %s (%s: %s)\n", path, what, strerror(err));
+    char err[256];
+    if (!sampling_out_write(path, bytes, len, err, sizeof(err)))
+        fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: could not write the %s to %s (%s)\n", what, path, err);
 }
 
 /* ---- the build (GVL) ---- */
@@ -113,17 +105,20 @@ static VALUE
 build_body(VALUE arg)
 {
     struct built *b = (struct built *)arg;
-    sampling_pprof_malloced(&periodic.delta, &b->bytes, &b->len);
+    if (periodic.kind == BUILD_INUSE) sampling_pprof_malloced(NULL, periodic.why, &b->bytes, &b->len);
+    else sampling_pprof_malloced(&periodic.delta, NULL, &b->bytes, &b->len);
     return Qnil;
 }
 
-/* The next delta's bytes and path, under periodic.mutex (held by the
- * caller); false (one warning) when it cannot be built or named. */
+/* The next file's bytes and path (out= numbers every file of the
+ * process: every='s, the watcher's, the one at exit), under
+ * periodic.mutex (held by the caller); false (one warning) when it
+ * cannot be built or named.  periodic.kind says what. */
 static bool
 build_next(uint8_t **bytes, size_t *len, char *path, size_t pathlen)
 {
-    if (!sampling_out_path(periodic.seq + 1, path, pathlen)) {
-        fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: out=%s is too long; no delta written\n", sampler_params()->out);
+    if (!sampling_out_next(path, pathlen)) {
+        fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: out=%s is too long; no profile written\n", sampler_params()->out);
         return false;
     }
     /* no Thread#raise or kill inside: postponed jobs drop what jumps out of them */
@@ -139,11 +134,10 @@ build_next(uint8_t **bytes, size_t *len, char *path, size_t pathlen)
         VALUE err = rb_errinfo();
         rb_set_errinfo(Qnil);
         VALUE msg = rb_check_funcall(err, rb_intern("message"), 0, 0);
-        fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: no delta written to %s: %s\n", path,
+        fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: no profile written to %s: %s\n", path,
                 RB_TYPE_P(msg, T_STRING) ? StringValueCStr(msg) : "error");
         return false;
     }
-    periodic.seq++;
     *bytes = out.bytes;
     *len = out.len;
     return true;
@@ -164,7 +158,8 @@ periodic_job(void *unused)
     size_t len = 0;
     char path[sizeof(periodic.path)];
     bool built = false;
-    if (!periodic.done && RTEST(rb_mutex_trylock(periodic.mutex))) {   /* else: the last build runs */
+    bool stale = periodic.kind == BUILD_INUSE && !sampler_enabled();    /* stopped: nothing new to show */
+    if (!stale && !periodic.done && RTEST(rb_mutex_trylock(periodic.mutex))) {   /* else: the last build runs */
         built = build_next(&bytes, &len, path, sizeof(path));
         rb_mutex_unlock(periodic.mutex);
     }
@@ -202,11 +197,14 @@ wake_main_thread(void)
     rb_native_mutex_unlock(&th->interrupt_lock);
 }
 
-/* One period's file: asks for the build, waits for it (waking the main
- * thread after the grace), writes it.  Under lock; false once stopped. */
+/* One file: asks for the build, waits for it (waking the main thread
+ * after the grace), writes it.  Under lock; false once stopped; *written
+ * (if given) says whether a file was written. */
 static bool
-period(void)
+period(enum build_kind kind, bool *written)
 {
+    if (written) *written = false;
+    periodic.kind = kind;
     periodic.state = WANTED;
     rb_postponed_job_trigger(periodic.job);
     uint64_t grace = monotonic_ns() + WAKE_GRACE_NS;
@@ -232,9 +230,10 @@ period(void)
         periodic.bytes = NULL;
         periodic.state = IDLE;
         pthread_mutex_unlock(&periodic.lock);
-        write_file(path, bytes, len);
+        write_file(path, bytes, len, kind == BUILD_DELTA ? "delta" : "profile");
         free(bytes);
         pthread_mutex_lock(&periodic.lock);
+        if (written) *written = true;
     }
     else if (periodic.state == WANTED) {
         periodic.state = IDLE;      /* stopped: a job that runs later finds nothing asked */
@@ -242,22 +241,57 @@ period(void)
     return !periodic.stop;
 }
 
+/* ---- the watcher (in the writer thread, under lock) ---- */
+
+/* One poll (watch.h): a file when one is due.  False once stopped. */
+static bool
+watch_poll(void)
+{
+    if (periodic.reconfigured) {
+        periodic.reconfigured = false;
+        sampling_watch_open(&periodic.w, &periodic.watch);
+    }
+    /* the highest live estimate at a GC's end (timeline.h), atomic */
+    uint64_t live = __atomic_load_n(&sampler_timeline()->peak_live_bytes, __ATOMIC_RELAXED);
+    if (!sampling_watch_poll(&periodic.w, live, periodic.why, sizeof(periodic.why))) return true;
+    bool written;
+    if (!period(BUILD_INUSE, &written)) return false;
+    if (written) sampling_watch_written(&periodic.w);
+    return true;
+}
+
 static void *
 writer_main(void *unused)
 {
     pthread_mutex_lock(&periodic.lock);
-    uint64_t start = monotonic_ns(), k = 1;
+    uint64_t start = monotonic_ns(), k = 1, next_poll = start;
     while (!periodic.stop) {
-        uint64_t deadline = start + k * periodic.every_ns;
-        if (monotonic_ns() < deadline) {
-            wait_until(deadline);
-            continue;       /* (spurious wake-ups, stop) */
+        if (periodic.reconfigured) {
+            next_poll = monotonic_ns();     /* new settings: a poll now */
+            if (!periodic.watching) {
+                periodic.reconfigured = false;
+                sampling_watch_close(&periodic.w);
+            }
         }
-        if (!period()) break;
-        /* the next deadline still to come: a late period shortens none
-         * after it, and periods missed entirely are skipped */
-        uint64_t now = monotonic_ns();
-        k = (now - start) / periodic.every_ns + 1;
+        uint64_t every = periodic.every_ns ? start + k * periodic.every_ns : FOREVER;
+        uint64_t poll = periodic.watching ? next_poll : FOREVER;
+        uint64_t now = monotonic_ns(), deadline = every < poll ? every : poll;
+        if (now < deadline) {
+            if (deadline == FOREVER) pthread_cond_wait(&periodic.cond, &periodic.lock);
+            else wait_until(deadline);
+            continue;       /* (spurious wake-ups, stop, new settings) */
+        }
+        if (now >= every) {
+            if (!period(BUILD_DELTA, NULL)) break;
+            /* the next deadline still to come: a late period shortens none
+             * after it, and periods missed entirely are skipped */
+            k = (monotonic_ns() - start) / periodic.every_ns + 1;
+        }
+        if (periodic.watching && now >= poll) {
+            if (!watch_poll()) break;
+            next_poll = now + periodic.w.poll_ns;
+            if (next_poll < monotonic_ns()) next_poll = monotonic_ns() + periodic.w.poll_ns;    /* (a build took longer) */
+        }
     }
     pthread_mutex_unlock(&periodic.lock);
     return NULL;
@@ -266,7 +300,7 @@ writer_main(void *unused)
 /* Starts the writer in this process (the GVL held, or right after a fork
  * in the child: the calling thread is the one that goes on). */
 static void
-writer_start(void)
+writer_start(VALUE main_thread)
 {
     pthread_condattr_t attr;
     pthread_mutex_init(&periodic.lock, NULL);
@@ -277,10 +311,9 @@ writer_start(void)
     periodic.stop = false;
     periodic.state = IDLE;
     periodic.bytes = NULL;
-    periodic.seq = 0;
     periodic.done = false;
-    periodic.main_thread = (rb_thread_t *)RTYPEDDATA_GET_DATA(rb_thread_current());
-    periodic.every_ns = (uint64_t)sampler_params()->every * 1000000000ULL;
+    periodic.reconfigured = true;
+    periodic.main_thread = (rb_thread_t *)RTYPEDDATA_GET_DATA(main_thread);
 
     /* signals go to Ruby's threads, never to this one */
     sigset_t all, old;
@@ -289,8 +322,8 @@ writer_start(void)
     int err = pthread_create(&periodic.thread, NULL, writer_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (err) {
-        fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: no thread for every= (%s); the last delta is written at exit\n",
-                strerror(err));
+        fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: no thread for every=, limit= or grow= (%s); only the file at "
+                "exit is written\n", strerror(err));
         periodic.pid = 0;
         return;
     }
@@ -319,11 +352,13 @@ last_locked(VALUE unused)
     writer_stop();
     if (periodic.done) return Qnil;
     periodic.done = true;
+    if (!periodic.every_ns) return Qnil;    /* (the watcher only: out.c writes the file at exit) */
+    periodic.kind = BUILD_DELTA;
     uint8_t *bytes;
     size_t len;
     char path[sizeof(periodic.path)];
     if (build_next(&bytes, &len, path, sizeof(path))) {
-        write_file(path, bytes, len);
+        write_file(path, bytes, len, "delta");
         free(bytes);
     }
     return Qnil;
@@ -337,28 +372,76 @@ periodic_at_exit(VALUE unused)
 
 /* ---- starts ---- */
 
+/* Once a process: the Ruby Mutex, the postponed job, the end proc.
+ * False (one warning) when no job can be had. */
+static bool
+periodic_init(void)
+{
+    if (periodic.mutex) return periodic.job != POSTPONED_JOB_HANDLE_INVALID;
+    periodic.mutex = rb_mutex_new();
+    rb_gc_register_address(&periodic.mutex);
+    periodic.job = rb_postponed_job_preregister(0, periodic_job, NULL);
+    if (periodic.job == POSTPONED_JOB_HANDLE_INVALID) {
+        fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: no postponed job for every=, limit= or grow=; only the file "
+                "at exit is written\n");
+    }
+    rb_set_end_proc(periodic_at_exit, Qnil);
+    return periodic.job != POSTPONED_JOB_HANDLE_INVALID;
+}
+
+static bool
+watches(const struct sampling_params *params)
+{
+    return params->out[0] && (params->limit != SAMPLING_LIMIT_NONE || params->grow);
+}
+
 void
 sampling_api_booted(void)
 {
     const struct sampling_params *params = sampler_params();
-    if (!params->every || !params->out[0] || !sampler_enabled()) return;
-    periodic.mutex = rb_mutex_new();
-    rb_gc_register_address(&periodic.mutex);
-    periodic.delta.generation = sampling_sites_generation();   /* since start: the first file has every sample from boot */
-    periodic.job = rb_postponed_job_preregister(0, periodic_job, NULL);
-    if (periodic.job == POSTPONED_JOB_HANDLE_INVALID) {
-        fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: no postponed job for every=; the last delta is written at exit\n");
+    bool every = params->every && params->out[0];
+    if ((!every && !watches(params)) || !sampler_enabled()) return;
+    if (every) periodic.delta.generation = sampling_sites_generation();   /* since start: the first file has every sample from boot */
+    if (!periodic_init()) return;
+    periodic.every_ns = every ? (uint64_t)params->every * 1000000000ULL : 0;
+    periodic.watch = *params;
+    periodic.watching = watches(params);
+    writer_start(rb_thread_current());
+}
+
+/* start(limit:, grow:, ...): the watcher takes the new settings (and
+ * its count of files starts again), starting the writer if none runs;
+ * with neither, the writer stops watching (every= goes on). */
+void
+sampling_watch_configure(const struct sampling_params *params)
+{
+    bool watching = watches(params);
+    if (!periodic.pid && !watching) return;
+    if (!periodic_init()) return;
+    if (periodic.pid == (long)getpid()) {
+        pthread_mutex_lock(&periodic.lock);
+        periodic.watch = *params;
+        periodic.watching = watching;
+        periodic.reconfigured = true;
+        pthread_cond_broadcast(&periodic.cond);
+        pthread_mutex_unlock(&periodic.lock);
+        return;
     }
-    rb_set_end_proc(periodic_at_exit, Qnil);
-    if (periodic.job != POSTPONED_JOB_HANDLE_INVALID) writer_start();
+    periodic.every_ns = 0;      /* (every= is RUBY_GC_SAMPLING's only: its writer would run already) */
+    periodic.watch = *params;
+    periodic.watching = watching;
+    periodic.done = false;
+    writer_start(rb_thread_main());
 }
 
 /* In the child of a Ruby-level fork (rb_gc_impl_after_fork): the parent's
- * writer is not here; this child's counts from the fork. */
+ * writer is not here; this child's counts from the fork, and its files
+ * (the parent's /proc/self) are opened again. */
 void
 sampling_periodic_after_fork(void)
 {
-    if (!periodic.mutex || periodic.job == POSTPONED_JOB_HANDLE_INVALID) return;
+    if (!periodic.mutex || periodic.job == POSTPONED_JOB_HANDLE_INVALID || !periodic.pid) return;
     free(periodic.bytes);   /* the parent's, not written here */
-    writer_start();
+    sampling_watch_close(&periodic.w);     /* (the parent's /proc/self) */
+    writer_start(rb_thread_current());
 }

@@ -1,6 +1,12 @@
 /*
  * periodic.h: RUBY_GC_SAMPLING's every=: a delta file (delta.h) every N
- * seconds, numbered 1, 2, ... (out='s %n), and the last one at exit.
+ * seconds, numbered 1, 2, ... (out='s %n), and the last one at exit;
+ * and the watcher (limit=, grow=, and start's limit:, grow:;
+ * docs/oom.md): the in-use profile when memory crosses a fraction of its
+ * limit or the live estimate reaches a new high by a step.  One native
+ * thread does both: it sleeps to the earlier of the next every= deadline
+ * and the next poll (watch.h decides, memlimit.h reads the files), so
+ * the watch adds nothing to the allocation path.
  *
  * Model.  A native thread (a pthread Ruby does not know) keeps the
  * clock; the program's own threads build the profiles; the native thread
@@ -42,9 +48,15 @@
  * handed), then builds and writes the last file itself.  seq (files
  * numbered so far) is touched with the GVL only.
  *
+ * Every file is written whole (out.c: a temporary file renamed over
+ * the name).  The watcher's builds are skipped while sampling is stopped
+ * (nothing new to show); its settings change under `lock` (start), and
+ * the thread takes them at its next turn (reconfigured).
+ *
  * Forks: Ruby calls rb_gc_impl_after_fork(0) in the child of fork,
  * Process.fork, IO.popen("-") and Process.daemon (after_fork_ruby), where
- * sampling_periodic_after_fork starts a writer of the child's own,
+ * sampling_periodic_after_fork starts a writer of the child's own (its
+ * watcher opens its own /proc/self files),
  * numbering from 1 and counting from the fork, as the child's totals do;
  * without %p in out= the child's files carry its pid (config.h).  A C
  * extension's fork(2) goes through no Ruby hook: that child has no writer

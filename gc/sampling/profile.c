@@ -45,6 +45,8 @@ struct pprof_build {
     int view;                       /* enum pprof_view */
     uint8_t *bytes;
     size_t len;
+    uint32_t min_gcs;               /* in-use counts samples that survived this many GCs */
+    const char *why;                /* a comment saying why it was written (the watcher's); NULL */
 };
 
 static uint64_t
@@ -166,7 +168,7 @@ pprof_view_allocations(struct pprof_build *b)
     struct pprof *p = b->p;
     pprof_sample_types(p, allocation_types, b->view == VIEW_HEAP ? HEAP_TYPES : ALLOCATION_TYPES);
     pprof_default_sample_type(p, b->default_type);
-    read_inuse(&b->read, b->inuse);
+    read_inuse_aged(&b->read, b->inuse, b->min_gcs);
     if (b->delta) sampling_delta_begin(b->delta);
     READ_SITES_FOREACH(&b->read, site) {
         const struct sampling_site_ids *s = (const struct sampling_site_ids *)read_site(&b->read, site, sampling_pprof_site_ids, b->p);
@@ -273,8 +275,11 @@ pprof_build_body(VALUE arg)
     b->key_type = pprof_cstring(p, "type");
     b->key_memory = pprof_cstring(p, "memory");
 
-    read_begin(&b->read);
     sampling_pprof_header_comments(p, view_names[b->view]);
+    if (b->why) pprof_comment(p, b->why);
+    char aged[128];
+    snprintf(aged, sizeof(aged), "min_gcs=%u: inuse_* count only samples that survived at least %u GCs", b->min_gcs, b->min_gcs);
+    if (b->min_gcs) pprof_comment(p, aged);
 
     switch (b->view) {
       case VIEW_PEAK: pprof_view_peak(b); break;
@@ -285,10 +290,9 @@ pprof_build_body(VALUE arg)
 }
 
 static VALUE
-pprof_build_ensure(VALUE arg)
+pprof_build_done(VALUE arg)
 {
     struct pprof_build *b = (struct pprof_build *)arg;
-    read_end(&b->read, sampling_pprof_free_ids);
     if (b->delta) sampling_delta_end(b->delta);
     read_inuse_free(b->inuse);
     pprof_free(b->p);
@@ -299,22 +303,23 @@ pprof_build_ensure(VALUE arg)
  * alloc_* count what was allocated since its last read (which this read
  * becomes), inuse_* and the lifetimes stay a snapshot. */
 static void
-pprof_build(struct sampling_delta *delta, const char *default_type, enum pprof_view view, uint8_t **bytes, size_t *len)
+pprof_build(struct sampling_delta *delta, const char *default_type, enum pprof_view view, uint32_t min_gcs, const char *why,
+            uint8_t **bytes, size_t *len)
 {
     struct pprof *p = pprof_new(sampling_addresses_process());
     if (!p) rb_memerror();
-    struct pprof_build b = { READ_INIT, st_init_numtable(), p, 0, 0, 0, delta, default_type, view, NULL, 0 };
-    rb_ensure(pprof_build_body, (VALUE)&b, pprof_build_ensure, (VALUE)&b);
+    struct pprof_build b = { READ_INIT, st_init_numtable(), p, 0, 0, 0, delta, default_type, view, NULL, 0, min_gcs, why };
+    read_run(&b.read, pprof_build_body, (VALUE)&b, sampling_pprof_free_ids, pprof_build_done);
     *bytes = b.bytes;
     *len = b.len;
 }
 
 static VALUE
-pprof_bytes(struct sampling_delta *delta, const char *default_type, enum pprof_view view)
+pprof_bytes(struct sampling_delta *delta, const char *default_type, enum pprof_view view, uint32_t min_gcs)
 {
     uint8_t *bytes;
     size_t len;
-    pprof_build(delta, default_type, view, &bytes, &len);
+    pprof_build(delta, default_type, view, min_gcs, NULL, &bytes, &len);
     VALUE str = rb_str_new((const char *)bytes, (long)len);
     free(bytes);
     return str;
@@ -323,13 +328,22 @@ pprof_bytes(struct sampling_delta *delta, const char *default_type, enum pprof_v
 VALUE
 sampling_pprof_bytes(struct sampling_delta *delta)
 {
-    return pprof_bytes(delta, "alloc_space", VIEW_ALLOCATIONS);
+    return pprof_bytes(delta, "alloc_space", VIEW_ALLOCATIONS, sampler_params()->min_gcs);
 }
 
 void
-sampling_pprof_malloced(struct sampling_delta *delta, uint8_t **bytes, size_t *len)
+sampling_pprof_malloced(struct sampling_delta *delta, const char *why, uint8_t **bytes, size_t *len)
 {
-    pprof_build(delta, "alloc_space", VIEW_ALLOCATIONS, bytes, len);
+    pprof_build(delta, why ? "inuse_space" : "alloc_space", VIEW_ALLOCATIONS, sampler_params()->min_gcs, why, bytes, len);
+}
+
+/* min_gcs: (write.c) for the in-use views, :allocations and :heap */
+static uint32_t
+view_min_gcs_arg(VALUE v, int view)
+{
+    if (v != Qundef && view != VIEW_ALLOCATIONS && view != VIEW_HEAP)
+        rb_raise(rb_eArgError, "min_gcs is for view: :allocations or :heap (got %"PRIsVALUE")", rb_inspect(v));
+    return sampling_min_gcs_arg(v);
 }
 
 /* view: :allocations (the default), :peak, :retention (retention_view.c
@@ -347,12 +361,12 @@ view_arg(VALUE view)
 
 /* A Delta's profile (delta.c): view: :allocations (the default) or :heap. */
 VALUE
-sampling_pprof_delta_bytes(struct sampling_delta *delta, VALUE view)
+sampling_pprof_delta_bytes(struct sampling_delta *delta, VALUE view, VALUE min_gcs)
 {
     enum pprof_view v = view_arg(view);
     if (v != VIEW_ALLOCATIONS && v != VIEW_HEAP)
         rb_raise(rb_eArgError, "view must be :allocations or :heap for a Delta (got %"PRIsVALUE")", rb_inspect(view));
-    return pprof_bytes(delta, "alloc_space", v);
+    return pprof_bytes(delta, "alloc_space", v, sampling_min_gcs_arg(min_gcs));
 }
 
 /* max_objects: for view: :retention, the walk's cap (as retention's):
@@ -372,7 +386,7 @@ view_max_objects_arg(VALUE v, enum pprof_view view)
 }
 
 /* pprof(default_sample_type: "alloc_space", view: :allocations,
- * max_objects: nil) => the profile as a String (what write_pprof
+ * max_objects: nil, min_gcs: 0) => the profile as a String (what write_pprof
  * writes); the Rack middleware's heap route makes readers show
  * inuse_space first, as Go's heap profiles do.  Every argument is
  * checked before anything is read. */
@@ -380,46 +394,48 @@ static VALUE
 sampler_pprof_m(int argc, VALUE *argv, VALUE self)
 {
     static const char *const types[] = { "alloc_objects", "alloc_space", "inuse_objects", "inuse_space" };
-    VALUE opts = Qnil, values[3] = { Qundef, Qundef, Qundef };
+    VALUE opts = Qnil, values[4] = { Qundef, Qundef, Qundef, Qundef };
     rb_scan_args(argc, argv, "0:", &opts);
     if (!NIL_P(opts)) {
-        ID keys[3] = { rb_intern("default_sample_type"), rb_intern("view"), rb_intern("max_objects") };
-        rb_get_kwargs(opts, keys, 0, 3, values);
+        ID keys[4] = { rb_intern("default_sample_type"), rb_intern("view"), rb_intern("max_objects"), rb_intern("min_gcs") };
+        rb_get_kwargs(opts, keys, 0, 4, values);
     }
     VALUE type = values[0];
     enum pprof_view view = view_arg(values[1]);
     size_t max_objects = view_max_objects_arg(values[2], view);
+    uint32_t min_gcs = view_min_gcs_arg(values[3], view);
     if (view == VIEW_RETENTION) {
         if (type != Qundef) rb_raise(rb_eArgError, "default_sample_type is for view: :allocations or :peak (got %"PRIsVALUE")", rb_inspect(type));
         return sampling_retention_pprof_bytes(max_objects);
     }
-    if (type == Qundef) return pprof_bytes(NULL, view == VIEW_PEAK ? "inuse_space" : "alloc_space", view);
+    if (type == Qundef) return pprof_bytes(NULL, view == VIEW_PEAK ? "inuse_space" : "alloc_space", view, min_gcs);
     VALUE name = RB_SYMBOL_P(type) ? rb_sym2str(type) : type;
     bool any_type = view == VIEW_ALLOCATIONS || view == VIEW_HEAP;
     for (size_t i = 0; any_type && RB_TYPE_P(name, T_STRING) && i < sizeof(types) / sizeof(types[0]); i++) {
-        if (strcmp(StringValueCStr(name), types[i]) == 0) return pprof_bytes(NULL, types[i], view);
+        if (strcmp(StringValueCStr(name), types[i]) == 0) return pprof_bytes(NULL, types[i], view, min_gcs);
     }
     if (view == VIEW_PEAK && RB_TYPE_P(name, T_STRING) && strcmp(StringValueCStr(name), "inuse_space") == 0)
-        return pprof_bytes(NULL, "inuse_space", view);
+        return pprof_bytes(NULL, "inuse_space", view, min_gcs);
     rb_raise(rb_eArgError, "default_sample_type must be alloc_objects, alloc_space, inuse_objects or inuse_space "
              "(inuse_space with view: :peak) (got %"PRIsVALUE")", rb_inspect(type));
 }
 
-/* write_pprof(path_or_io, view: :allocations, max_objects: nil) */
+/* write_pprof(path_or_io, view: :allocations, max_objects: nil, min_gcs: 0) */
 static VALUE
 sampler_write_pprof_m(int argc, VALUE *argv, VALUE self)
 {
-    VALUE dest, opts = Qnil, values[2] = { Qundef, Qundef };
+    VALUE dest, opts = Qnil, values[3] = { Qundef, Qundef, Qundef };
     rb_scan_args(argc, argv, "1:", &dest, &opts);
     if (!NIL_P(opts)) {
-        ID keys[2] = { rb_intern("view"), rb_intern("max_objects") };
-        rb_get_kwargs(opts, keys, 0, 2, values);
+        ID keys[3] = { rb_intern("view"), rb_intern("max_objects"), rb_intern("min_gcs") };
+        rb_get_kwargs(opts, keys, 0, 3, values);
     }
     enum pprof_view v = view_arg(values[0]);
     size_t max_objects = view_max_objects_arg(values[1], v);
+    uint32_t min_gcs = view_min_gcs_arg(values[2], v);
     sampling_check_destination(dest, "path_or_io");
     VALUE bytes = v == VIEW_RETENTION ? sampling_retention_pprof_bytes(max_objects)
-                                      : pprof_bytes(NULL, v == VIEW_PEAK ? "inuse_space" : "alloc_space", v);
+                                      : pprof_bytes(NULL, v == VIEW_PEAK ? "inuse_space" : "alloc_space", v, min_gcs);
     return sampling_write_out(dest, bytes, "path_or_io");
 }
 

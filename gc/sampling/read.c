@@ -1,20 +1,82 @@
 /* read.c: see read.h. */
 #include "read.h"
 #include "frames.h"
+#include "invariant.h"
 #include "sampler.h"
 
 #include <stdlib.h>
 
 const char *rb_imemo_name(int type);
 
-void
+/* Reads open now (GVL and VM lock held while one is: one Ractor reads at
+ * a time), for the check that no program code runs inside one. */
+static unsigned int reads_open;
+
+static void
 read_begin(struct read *rd)
 {
     sampler_reader_enter();
     rd->limit = sampler_read_begin(&rd->lev);
     rd->newest = sampler_records()->sites.newest;
     rd->reading = true;
+    reads_open++;
     rd->sites = st_init_numtable();
+}
+
+static int
+read_free_i(st_data_t key, st_data_t value, st_data_t free_converted)
+{
+    if (value) ((void (*)(st_data_t))free_converted)(value);
+    return ST_CONTINUE;
+}
+
+static void
+read_end(struct read *rd, void (*free_converted)(st_data_t))
+{
+    if (rd->sites) {
+        if (free_converted) st_foreach(rd->sites, read_free_i, (st_data_t)free_converted);
+        st_free_table(rd->sites);
+        rd->sites = NULL;
+    }
+    if (rd->reading) {
+        rd->reading = false;
+        reads_open--;
+        sampler_read_end(rd->lev);
+        sampler_reader_leave();
+    }
+}
+
+struct run {
+    struct read *rd;
+    VALUE (*body)(VALUE);
+    VALUE arg;
+    void (*free_converted)(st_data_t);
+    VALUE (*done)(VALUE);
+};
+
+static VALUE
+run_body(VALUE arg)
+{
+    struct run *r = (struct run *)arg;
+    read_begin(r->rd);
+    return r->body(r->arg);
+}
+
+static VALUE
+run_end(VALUE arg)
+{
+    struct run *r = (struct run *)arg;
+    read_end(r->rd, r->free_converted);
+    if (r->done) r->done(r->arg);
+    return Qnil;
+}
+
+VALUE
+read_run(struct read *rd, VALUE (*body)(VALUE), VALUE arg, void (*free_converted)(st_data_t), VALUE (*done)(VALUE))
+{
+    *rd = (struct read)READ_INIT;
+    struct run r = { rd, body, arg, free_converted, done };
+    return rb_ensure(run_body, (VALUE)&r, run_end, (VALUE)&r);
 }
 
 static VALUE
@@ -41,6 +103,7 @@ program_end(VALUE depth)
 VALUE
 read_program_call(VALUE (*fn)(VALUE), VALUE arg)
 {
+    SAMPLING_ASSERT(!reads_open);
     unsigned int depth = sampler_reader_pause();
     return rb_ensure(fn, arg, program_end, UINT2NUM(depth));
 }
@@ -79,28 +142,6 @@ read_method(VALUE (*fn)(int, VALUE *, VALUE), int argc, VALUE *argv, VALUE self)
 {
     struct method_call c = { fn, argc, argv, self };
     return read_scope(method_call, (VALUE)&c);
-}
-
-static int
-read_free_i(st_data_t key, st_data_t value, st_data_t free_converted)
-{
-    if (value) ((void (*)(st_data_t))free_converted)(value);
-    return ST_CONTINUE;
-}
-
-void
-read_end(struct read *rd, void (*free_converted)(st_data_t))
-{
-    if (rd->sites) {
-        if (free_converted) st_foreach(rd->sites, read_free_i, (st_data_t)free_converted);
-        st_free_table(rd->sites);
-        rd->sites = NULL;
-    }
-    if (rd->reading) {
-        rd->reading = false;
-        sampler_read_end(rd->lev);
-        sampler_reader_leave();
-    }
 }
 
 const struct sampling_record *
@@ -207,11 +248,18 @@ values_at(st_table *table, st_data_t key)
 void
 read_inuse(struct read *rd, st_table *inuse)
 {
+    read_inuse_aged(rd, inuse, 0);
+}
+
+void
+read_inuse_aged(struct read *rd, st_table *inuse, uint32_t min_gcs)
+{
     const struct sampling_records *r = sampler_records();
     uint64_t clock = sampler_clock();
+    size_t gcs = rb_gc_count();
     for (size_t i = 0; i < r->nlive; i++) {
         const struct sampling_record *rec = read_record(rd, r->live[i].record);
-        if (!rec) continue;
+        if (!rec || (min_gcs && sampling_record_age(rec, gcs) < min_gcs)) continue;
         struct site_values *sv = values_at(inuse, (st_data_t)rec->stack);
         sv->inuse_space += rec->weight;
         double objects = rec->weight / (double)sampling_record_size(rec);

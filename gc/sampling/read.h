@@ -2,8 +2,8 @@
  * read.h: reading the sampler from Ruby: the records and sites as they
  * were when a read began, and what every reader shows of them.
  *
- * A read sees records with seq below `limit` and sites up to `newest`.
- * Between read_begin and read_end GC is off and other Ractors wait, so no
+ * A read (read_run) sees records with seq below `limit` and sites up to
+ * `newest`.  While it is open GC is off and other Ractors wait, so no
  * record changes state, nothing moves, and (records.h) no record is
  * evicted and no site freed: a reader may allocate freely.  Only the
  * record table may move (it grows past its reserve with samples of the
@@ -27,7 +27,7 @@
 #include "records.h"
 
 struct read {
-    st_table *sites;        /* site -> its conversion (made by read_begin) */
+    st_table *sites;        /* site -> its conversion (read_site) */
     uint64_t limit;
     const struct sampling_stack *newest;
     unsigned int lev;
@@ -36,7 +36,20 @@ struct read {
 
 #define READ_INIT { NULL, 0, NULL, 0, false }
 
-void read_begin(struct read *rd);
+/* The one way to read: body(arg) runs inside a read of rd (begun first;
+ * rd needs no initialising), and however body leaves, the read ends
+ * (free_converted frees what read_site made, NULL: nothing to free),
+ * then done(arg) runs (NULL: nothing to do).  Returns what body returns.
+ *
+ * body is the sampler's C code: it builds what the reader gives (a
+ * String, an Array, a C buffer) and calls no program code (no IO's
+ * write, no block, no method of a program's object), so no read is ever
+ * open while the program runs: no other thread allocates, forks or
+ * stops a fiber in the middle of one, and no read is left open by a
+ * fiber never resumed.  The reader hands its result to the program after
+ * read_run returns (write.c; report.c).  read_program_call inside a read
+ * is a bug (an assertion with --enable-checks). */
+VALUE read_run(struct read *rd, VALUE (*body)(VALUE), VALUE arg, void (*free_converted)(st_data_t), VALUE (*done)(VALUE));
 
 /* fn(arg) in a reader scope (sampler_reader_enter): its allocations are
  * counted, not recorded.  read_method: the same for a method's body
@@ -59,17 +72,12 @@ VALUE read_method(VALUE (*fn)(int, VALUE *, VALUE), int argc, VALUE *argv, VALUE
 #define READER_METHODV(name) \
     static VALUE name##_reader(int argc, VALUE *argv, VALUE self) { return read_method(name, argc, argv, self); }
 
-/* Ends a read (from an ensure function): frees the conversions with
- * free_converted (NULL: nothing to free), and lets GC and the other
- * Ractors go on. */
-void read_end(struct read *rd, void (*free_converted)(st_data_t));
-
 /* The record at index if the read sees it, else NULL; valid until the
  * reader next allocates. */
 const struct sampling_record *read_record(const struct read *rd, size_t index);
 
-/* Every site the read sees, oldest first: up to `newest` as it was at
- * read_begin (sites made since, by the reader's own samples, come after). */
+/* Every site the read sees, oldest first: up to `newest` as it was when
+ * the read began (sites made since, by the reader's own samples, come after). */
 #define READ_SITES_FOREACH(rd, s) \
     for (const struct sampling_stack *s = (rd)->newest ? sampler_records()->sites.oldest : NULL; s; \
          s = s == (rd)->newest ? NULL : s->newer)
@@ -99,6 +107,10 @@ struct site_values {
  * (its totals, lifetimes and in-use values); read_inuse_free frees the
  * table. */
 void read_inuse(struct read *rd, st_table *inuse);
+/* The same for the live records that survived at least min_gcs GCs
+ * (records.h's age): write_pprof's min_gcs:, the in-use values without
+ * the young. */
+void read_inuse_aged(struct read *rd, st_table *inuse, uint32_t min_gcs);
 struct site_values read_site_values(const struct sampling_stack *site, st_table *inuse);
 void read_inuse_free(st_table *inuse);
 

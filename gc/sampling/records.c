@@ -14,6 +14,12 @@
 
 _Static_assert(sizeof(struct sampling_record) == 64, "a record is one cache line");
 
+/* The owner's hook: live[]'s obj is no longer followed (found dead, or its
+ * record dropped while it lives).  sampling.c announces it (usdt.h). */
+#ifndef SAMPLING_RECORD_UNFOLLOWED
+#define SAMPLING_RECORD_UNFOLLOWED(obj) ((void)0)
+#endif
+
 void
 sampling_records_init(struct sampling_records *r, size_t max)
 {
@@ -335,6 +341,8 @@ sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn
             i++;
             continue;
         }
+        /* (here, not in walk_dead, whose common path calls nothing) */
+        SAMPLING_RECORD_UNFOLLOWED(l.obj);
         walk_dead(r, i, &now);
     }
 }
@@ -384,6 +392,7 @@ live_unlink(struct sampling_records *r, size_t pos)
 static void
 live_drop(struct sampling_records *r, size_t pos)
 {
+    SAMPLING_RECORD_UNFOLLOWED(r->live[pos].obj);
     uint32_t index = live_unlink(r, pos);
     r->items[index].death = r->deaths;
     release_slot(r, index);

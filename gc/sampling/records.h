@@ -180,7 +180,7 @@ struct sampling_records {
     uint64_t next_seq;
     uint64_t dropped;                   /* samples not recorded (table full of live records, a read, no memory) */
     uint64_t evicted;                   /* dead records pushed out by new samples */
-    int reading;                        /* reads and quiet scopes: no record is evicted and no site folded meanwhile */
+    int reading;                        /* reads (read.h): no record is evicted and no site folded meanwhile */
 };
 
 /* What a new sample brings: the object, its site, and the sample. */

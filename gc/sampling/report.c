@@ -85,7 +85,6 @@ static VALUE
 totals_body(VALUE arg)
 {
     struct totals *t = (struct totals *)arg;
-    read_begin(&t->read);
     if (t->peak) return peak_rows(t);
     read_inuse(&t->read, t->inuse);
     /* live ages per site */
@@ -126,10 +125,9 @@ totals_body(VALUE arg)
 }
 
 static VALUE
-totals_ensure(VALUE arg)
+totals_done(VALUE arg)
 {
     struct totals *t = (struct totals *)arg;
-    read_end(&t->read, NULL);
     read_inuse_free(t->inuse);
     return Qnil;
 }
@@ -141,8 +139,8 @@ totals_ensure(VALUE arg)
 static VALUE
 sampler_site_totals_m(VALUE self)
 {
-    struct totals t = { READ_INIT, st_init_numtable(), rb_ary_new(), false };
-    return rb_ensure(totals_body, (VALUE)&t, totals_ensure, (VALUE)&t);
+    struct totals t = { .inuse = st_init_numtable(), .result = Qnil, .peak = false };
+    return read_run(&t.read, totals_body, (VALUE)&t, NULL, totals_done);
 }
 
 /* peak_totals (private): site_totals' rows for the live set at the peak
@@ -151,39 +149,37 @@ sampler_site_totals_m(VALUE self)
 static VALUE
 sampler_peak_totals_m(VALUE self)
 {
-    struct totals t = { READ_INIT, st_init_numtable(), rb_ary_new(), true };
-    return rb_ensure(totals_body, (VALUE)&t, totals_ensure, (VALUE)&t);
+    struct totals t = { .inuse = st_init_numtable(), .result = Qnil, .peak = true };
+    return read_run(&t.read, totals_body, (VALUE)&t, NULL, totals_done);
 }
 
 static const char report_rb[] =
 #include "report_rb.inc"
     ;
 
-/* report and write_collapsed stay these C methods (so a Method taken
- * before the first call keeps working, and nothing is redefined); the
- * first call evaluates report.rb, which defines the private methods they
- * call. */
+/* report, write_collapsed and retention_report stay these C methods (so
+ * a Method taken before the first call keeps working, and nothing is
+ * redefined); the first call evaluates report.rb, which defines the
+ * private methods they call.  Each *_impl checks its arguments, reads
+ * (site_totals, stats, ...: each a read of its own) and builds the whole
+ * text in a reader scope: its plenty of allocations are counted, not
+ * recorded, so they never evict the records of the program reported on.
+ * It returns [destination, text, result]; only then, with no read open
+ * and out of the scope (read_program_send), is the text handed to the
+ * program's IO (or written to the file), so a slow IO, a fork in another
+ * thread meanwhile or a fiber never resumed leaves nothing open (read.h,
+ * read_run). */
 struct report_args {
     int argc;
     VALUE *argv;
     VALUE self;
-    ID name;
+    const char *name;
+    const char *argname;
     int kw_splat;
 };
 
-/* The io a report writes to, wrapped: its write is the program's code,
- * run out of the reader scope (read_program_call), so what it allocates
- * is recorded. */
-static VALUE cProgramIO;
-
 static VALUE
-program_io_write(int argc, VALUE *argv, VALUE self)
-{
-    return read_program_send(rb_ivar_get(self, rb_intern("io")), rb_intern("write"), argc, argv);
-}
-
-static VALUE
-report_body(VALUE arg)
+report_scoped(VALUE arg)
 {
     static bool loaded;
     if (!loaded) {
@@ -192,67 +188,44 @@ report_body(VALUE arg)
         loaded = true;
     }
     struct report_args *a = (struct report_args *)arg;
-    /* (an IO given, wrapped; a path or a bad argument as it is) */
-    VALUE args[8] = { Qnil };
-    VALUE *argv = a->argv;
-    if (a->argc - a->kw_splat >= 1 && a->argc <= 8 && !RB_TYPE_P(argv[0], T_STRING) &&
-        rb_respond_to(argv[0], rb_intern("write"))) {
-        MEMCPY(args, argv, VALUE, a->argc);
-        args[0] = rb_obj_alloc(cProgramIO);
-        rb_ivar_set(args[0], rb_intern("io"), argv[0]);
-        argv = args;
-    }
-    VALUE result = rb_funcallv_kw(a->self, a->name, a->argc, argv, a->kw_splat);
-    RB_GC_GUARD(args[0]);
+    /* (in the scope: rb_intern makes the name's String once) */
+    VALUE built = rb_funcallv_kw(a->self, rb_intern(a->name), a->argc, a->argv, a->kw_splat);
+    /* (the IO's write runs out of the scope: read_program_send) */
+    sampling_write_out(RARRAY_AREF(built, 0), RARRAY_AREF(built, 1), a->argname);
+    VALUE result = RARRAY_AREF(built, 2);
+    RB_GC_GUARD(built);
     return result;
 }
 
 static VALUE
-report_done(VALUE unused)
+report_call(int argc, VALUE *argv, VALUE self, const char *name, const char *argname)
 {
-    sampler_quiet(false);
-    sampler_reader_leave();
-    return Qnil;
-}
-
-/* The first call evaluates report.rb; report.rb works on what it read
- * with plenty of allocations: they are counted like any, but not
- * recorded, so they never evict the records of the program being
- * reported on (sampler_quiet). */
-static VALUE
-report_call(int argc, VALUE *argv, VALUE self, const char *name)
-{
-    sampler_reader_enter();     /* (first: rb_intern makes the name's String once) */
-    struct report_args a = { argc, argv, self, rb_intern(name), rb_keyword_given_p() };
-    sampler_quiet(true);
-    return rb_ensure(report_body, (VALUE)&a, report_done, Qnil);
+    struct report_args a = { argc, argv, self, name, argname, rb_keyword_given_p() };
+    return read_scope(report_scoped, (VALUE)&a);
 }
 
 static VALUE
 sampler_write_collapsed_m(int argc, VALUE *argv, VALUE self)
 {
-    return report_call(argc, argv, self, "write_collapsed_impl");
+    return report_call(argc, argv, self, "write_collapsed_impl", "path_or_io");
 }
 
 static VALUE
 sampler_report_m(int argc, VALUE *argv, VALUE self)
 {
-    return report_call(argc, argv, self, "report_impl");
+    return report_call(argc, argv, self, "report_impl", "io");
 }
 
 /* retention_report(io = $stdout, top: 20, max_objects: nil) */
 static VALUE
 sampler_retention_report_m(int argc, VALUE *argv, VALUE self)
 {
-    return report_call(argc, argv, self, "retention_report_impl");
+    return report_call(argc, argv, self, "retention_report_impl", "io");
 }
 
 void
 sampling_define_report(VALUE mSampler)
 {
-    cProgramIO = rb_class_new(rb_cObject);
-    rb_gc_register_mark_object(cProgramIO);
-    rb_define_method(cProgramIO, "write", program_io_write, -1);
     rb_define_singleton_method(mSampler, "write_collapsed", sampler_write_collapsed_m, -1);
     rb_define_singleton_method(mSampler, "report", sampler_report_m, -1);
     rb_define_singleton_method(mSampler, "retention_report", sampler_retention_report_m, -1);

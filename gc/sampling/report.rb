@@ -3,8 +3,12 @@
 # report.rb: the reading side that is easiest in Ruby: collapsed stacks for
 # flame graph tools, and a text report of the top allocation sites.  It is
 # compiled into the library (report_rb.inc) and evaluated the first time
-# `report` or `write_collapsed` is called (never at boot, never during
-# GC); those two stay C methods that call the private methods here.
+# `report`, `write_collapsed` or `retention_report` is called (never at
+# boot, never during GC); those stay C methods that call the private
+# methods here.  Each *_impl checks its arguments and builds the whole
+# text, returning [destination, text, result]: the C method writes the
+# text only after (report.c), so no read is open while the program's IO
+# runs.
 #
 # Both read site_totals: one row per site (a stack, a class and a type)
 # with totals of every sample taken there, so they stay exact however many
@@ -44,8 +48,7 @@ module ObjectSpace::AllocationSampler
       end
       text = +""
       totals.sort.each { |stack, v| text << "#{stack} #{v.round}\n" unless v.round.zero? }
-      write_text(dest, text)
-      totals.size
+      [dest, text, totals.size]
     end
 
     # Prints the top allocation sites (class and file:line of the
@@ -53,6 +56,7 @@ module ObjectSpace::AllocationSampler
     def report_impl(io = $stdout, top: 20, by: :alloc_space)
       check_value(by, "by")
       check_report_args(io, top)
+      out = +""
       rows = site_totals
       sites = by_place(rows)
       total = sites.sum { |_, h| h[by] }
@@ -60,29 +64,29 @@ module ObjectSpace::AllocationSampler
       # the bytes column shows bytes of the same kind (allocated or in use)
       bytes_key = by.to_s.start_with?("inuse") ? :inuse_space : :alloc_space
       objects_key = by.to_s.start_with?("inuse") ? :inuse_objects : :alloc_objects
-      io.write(format("Allocation sites by %s: %d samples, interval %s (%s), %d of malloc'd bytes (class (malloc)), " \
+      out.concat(format("Allocation sites by %s: %d samples, interval %s (%s), %d of malloc'd bytes (class (malloc)), " \
                       "estimated %s allocated, %s in use\n",
                       by, st[:samples] + st[:malloc_samples], bytes(st[:interval]), st[:mode], st[:malloc_samples],
                       bytes(sites.sum { |_, h| h[:alloc_space] }), bytes(sites.sum { |_, h| h[:inuse_space] })))
       if st[:evicted] + st[:dropped] + st[:folded] > 0
-        io.write(format("(%d records evicted, %d dropped, %d sites folded into <other sites>: allocation totals " \
+        out.concat(format("(%d records evicted, %d dropped, %d sites folded into <other sites>: allocation totals " \
                         "are exact; in-use and ages cover the %d records kept)\n",
                         st[:evicted], st[:dropped], st[:folded], st[:records]))
       end
-      io.write(format("%4s %10s %6s %10s %6s %5s  %-24s %s\n", "rank", "bytes", "share", "objects", "live", "age", "class", "site"))
+      out.concat(format("%4s %10s %6s %10s %6s %5s  %-24s %s\n", "rank", "bytes", "share", "objects", "live", "age", "class", "site"))
       ranked = sites.sort_by { |key, h| [-h[by], key] }
       ranked = ranked.first(top) if top < ranked.size
       ranked.each_with_index do |(key, h), i|
         live = h[:alloc_space].zero? ? 0.0 : h[:inuse_space] / h[:alloc_space]
-        io.write(format("%4d %10s %5.1f%% %10d %5.1f%% %5s  %-24s %s\n", i + 1, bytes(h[bytes_key]),
+        out.concat(format("%4d %10s %5.1f%% %10d %5.1f%% %5s  %-24s %s\n", i + 1, bytes(h[bytes_key]),
                         total.zero? ? 0.0 : 100.0 * h[by] / total, h[objects_key].round,
                         100.0 * live, median(h[:ages]), key[0], key[1]))
       end
-      io.write("(no samples: start the sampler, or widen its interval)\n") if sites.empty?
-      report_lives(io, ranked)
-      report_peak(io, top)
-      report_labels(io, rows, by, top)
-      ranked.size
+      out.concat("(no samples: start the sampler, or widen its interval)\n") if sites.empty?
+      report_lives(out, ranked)
+      report_peak(out, top)
+      report_labels(out, rows, by, top)
+      [io, out, ranked.size]
     end
 
     # Rows summed by place: [class, "file:line"] => values, ages, lives.
@@ -105,11 +109,11 @@ module ObjectSpace::AllocationSampler
     # that died in the first GC after allocation, died later, or are still
     # alive (censored), what was promoted and what of it died, and the
     # mean life of the dead on the allocation clock.
-    def report_lives(io, ranked)
+    def report_lives(out, ranked)
       return if ranked.empty?
       n = LIFE_BUCKETS.size
-      io.write("\nLifetimes of the sites above (shares of their recorded bytes; alive ones are censored, not deaths):\n")
-      io.write(format("%4s %7s %7s %7s %10s %10s %11s  %-24s %s\n", "rank", "died@1st", "later", "alive", "promoted",
+      out.concat("\nLifetimes of the sites above (shares of their recorded bytes; alive ones are censored, not deaths):\n")
+      out.concat(format("%4s %7s %7s %7s %10s %10s %11s  %-24s %s\n", "rank", "died@1st", "later", "alive", "promoted",
                       "prom.dead", "mean life", "class", "site"))
       ranked.each_with_index do |(key, h), i|
         life = h[:life]
@@ -117,39 +121,39 @@ module ObjectSpace::AllocationSampler
         recorded = dead + h[:inuse_space]
         share = ->(x) { recorded.zero? ? "-" : format("%.1f%%", 100.0 * x / recorded) }
         mean = dead.zero? ? "-" : bytes(life[n + 2] / dead)
-        io.write(format("%4d %7s %7s %7s %10s %10s %11s  %-24s %s\n", i + 1, share.(life[0]), share.(dead - life[0]),
+        out.concat(format("%4d %7s %7s %7s %10s %10s %11s  %-24s %s\n", i + 1, share.(life[0]), share.(dead - life[0]),
                         share.(h[:inuse_space]), bytes(life[n]), bytes(life[n + 1]), mean, key[0], key[1]))
       end
     end
 
     # The live set at the peak of the live estimate (peak_totals), by site.
-    def report_peak(io, top)
+    def report_peak(out, top)
       peak = self.peak or return
-      io.write(format("\nPeak: estimated %s live (slots %s, malloc'd %s) at GC %d (%s), %.2f s after start, %d samples live:\n",
+      out.concat(format("\nPeak: estimated %s live (slots %s, malloc'd %s) at GC %d (%s), %.2f s after start, %d samples live:\n",
                       bytes(peak[:live_bytes]), bytes(peak[:live_slot_bytes]), bytes(peak[:live_malloc_bytes]), peak[:gc],
                       peak[:major] ? "major" : "minor", peak[:seconds], peak[:live_samples]))
       sites = by_place(peak_totals)
       total = sites.sum { |_, h| h[:inuse_space] }
-      io.write(format("%4s %10s %6s %10s  %-24s %s\n", "rank", "bytes", "share", "objects", "class", "site"))
+      out.concat(format("%4s %10s %6s %10s  %-24s %s\n", "rank", "bytes", "share", "objects", "class", "site"))
       ranked = sites.sort_by { |key, h| [-h[:inuse_space], key] }
       ranked = ranked.first(top) if top < ranked.size
       ranked.each_with_index do |(key, h), i|
-        io.write(format("%4d %10s %5.1f%% %10d  %-24s %s\n", i + 1, bytes(h[:inuse_space]),
+        out.concat(format("%4d %10s %5.1f%% %10d  %-24s %s\n", i + 1, bytes(h[:inuse_space]),
                         total.zero? ? 0.0 : 100.0 * h[:inuse_space] / total, h[:inuse_objects].round, key[0], key[1]))
       end
     end
 
     # With with_labels in use: the same totals grouped by label set.
-    def report_labels(io, rows, by, top)
+    def report_labels(out, rows, by, top)
       groups = Hash.new(0.0)
       rows.each { |row| groups[row[9]] += row[VALUE_INDEX[by]] }
       return if groups.keys == [{}] || groups.empty?
       total = groups.values.sum
-      io.write(format("\nBy labels (%s):\n%4s %10s %6s  %s\n", by, "rank", by.to_s.end_with?("space") ? "bytes" : "objects",
+      out.concat(format("\nBy labels (%s):\n%4s %10s %6s  %s\n", by, "rank", by.to_s.end_with?("space") ? "bytes" : "objects",
                       "share", "labels"))
       groups.sort_by { |labels, v| [-v, labels.to_a] }.first(top).each_with_index do |(labels, v), i|
         shown = labels.empty? ? "(none)" : labels.map { |k, val| "#{k}=#{val}" }.join(" ")
-        io.write(format("%4d %10s %5.1f%%  %s\n", i + 1, by.to_s.end_with?("space") ? bytes(v) : v.round.to_s,
+        out.concat(format("%4d %10s %5.1f%%  %s\n", i + 1, by.to_s.end_with?("space") ? bytes(v) : v.round.to_s,
                         total.zero? ? 0.0 : 100.0 * v / total, shown))
       end
     end
@@ -163,6 +167,7 @@ module ObjectSpace::AllocationSampler
     # it holds.  One walk of the heap (retention_rows).
     def retention_report_impl(io = $stdout, top: 20, max_objects: nil)
       check_report_args(io, top)
+      out = +""
       walk, rows = retention_rows(max_objects)
       groups = {}.compare_by_identity
       rows.each do |path, weight, (klass, where)|
@@ -176,26 +181,26 @@ module ObjectSpace::AllocationSampler
         g[:sites]["#{klass || '(hidden)'} at #{where}"] += weight
       end
       total = groups.sum { |_, g| g[:bytes] }
-      io.write(format("Retainers by retained sampled bytes: %d live samples, %s in use; walked %d objects in %.1f ms (%s)\n",
+      out.concat(format("Retainers by retained sampled bytes: %d live samples, %s in use; walked %d objects in %.1f ms (%s)\n",
                       rows.size, bytes(total), walk[:objects], walk[:seconds] * 1000, bytes(walk[:bytes])))
       if walk[:cut]
-        io.write(format("(the walk stopped at its cap of %d objects: %d samples not reached have cut paths)\n",
+        out.concat(format("(the walk stopped at its cap of %d objects: %d samples not reached have cut paths)\n",
                         walk[:max_objects], walk[:cut_paths]))
       end
-      io.write(format("(%d samples are not reachable from any root: garbage the next GC frees)\n", walk[:unreachable])) if walk[:unreachable] > 0
-      io.write(format("%4s %10s %6s %8s  %s\n", "rank", "retained", "share", "samples", "retainer"))
+      out.concat(format("(%d samples are not reachable from any root: garbage the next GC frees)\n", walk[:unreachable])) if walk[:unreachable] > 0
+      out.concat(format("%4s %10s %6s %8s  %s\n", "rank", "retained", "share", "samples", "retainer"))
       ranked = groups.values.sort_by { |g| [-g[:bytes], g[:path].map { |h| h[:label] }] }.first(top)
       ranked.each_with_index do |g, i|
-        io.write(format("%4d %10s %5.1f%% %8d  %s\n", i + 1, bytes(g[:bytes]), total.zero? ? 0.0 : 100.0 * g[:bytes] / total,
+        out.concat(format("%4d %10s %5.1f%% %8d  %s\n", i + 1, bytes(g[:bytes]), total.zero? ? 0.0 : 100.0 * g[:bytes] / total,
                         g[:samples], g[:path].last[:label]))
-        io.write("       path: #{g[:path].map { |h| h[:label] }.join(' -> ')}\n")
+        out.concat("       path: #{g[:path].map { |h| h[:label] }.join(' -> ')}\n")
         held = g[:sites].sort_by { |site, b| [-b, site] }
         shown = held.first(3).map { |site, b| "#{bytes(b)} #{site}" }
         shown << "#{held.size - 3} more sites" if held.size > 3
-        io.write("       holds: #{shown.join('; ')}\n")
+        out.concat("       holds: #{shown.join('; ')}\n")
       end
-      io.write("(no live samples: start the sampler, or widen its interval)\n") if rows.empty?
-      ranked.size
+      out.concat("(no live samples: start the sampler, or widen its interval)\n") if rows.empty?
+      [io, out, ranked.size]
     end
 
     def check_report_args(io, top)
@@ -240,14 +245,6 @@ module ObjectSpace::AllocationSampler
       return dest if !dest.is_a?(String) && dest.respond_to?(:write)
       return File.path(dest) if dest.is_a?(String) || dest.respond_to?(:to_path)
       raise ArgumentError, "#{name} must be a path (String, Pathname) or an IO (got #{dest.inspect})"
-    end
-
-    def write_text(dest, text)
-      if dest.is_a?(String)
-        File.binwrite(dest, text)
-      else
-        dest.write(text)
-      end
     end
   end
 end

@@ -71,7 +71,7 @@ sampler_retention_m(int argc, VALUE *argv, VALUE self)
     VALUE opts = Qnil;
     rb_scan_args(argc, argv, "0:", &opts);
     struct all_paths a = { { READ_INIT, max_objects_arg(opts) }, Qnil };
-    rb_ensure(all_paths_body, (VALUE)&a, rview_end, (VALUE)&a.rv);
+    rview_run(&a.rv, all_paths_body, (VALUE)&a, NULL);
     return a.result;
 }
 
@@ -90,9 +90,8 @@ one_path_body(VALUE arg)
     struct one_path *o = (struct one_path *)arg;
     struct rview *rv = &o->rv;
     if (o->stored != Qundef) {
-        /* the path found by `retention`: built now (a read: GC off, and
-         * the other Ractors stopped while their objects are named) */
-        read_begin(&rv->read);
+        /* the path found by `retention`: built now (in the read: GC off,
+         * and the other Ractors stopped while their objects are named) */
         sampler_retention_barrier();
         struct rpaths *p = rpaths_get(o->stored);
         if (o->node != RETENTION_NONE) return o->result = rpaths_node_path(p, o->node, 0);
@@ -120,7 +119,7 @@ sample_retention_path_m(int argc, VALUE *argv, VALUE self)
     struct one_path o = { { READ_INIT, max, true }, Qundef, RETENTION_NONE, Qnil };
     if (NIL_P(opts)) o.stored = sampling_sample_path(self, &o.node);
     sampling_sample_record(self, &o.rv.index, &o.rv.seq);
-    rb_ensure(one_path_body, (VALUE)&o, rview_end, (VALUE)&o.rv);
+    rview_run(&o.rv, one_path_body, (VALUE)&o, NULL);
     return o.result;
 }
 

@@ -25,12 +25,17 @@ now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Begins the read and walks (the paths object first: it owns the walk's
+VALUE
+rview_run(struct rview *rv, VALUE (*body)(VALUE), VALUE arg, VALUE (*done)(VALUE))
+{
+    return read_run(&rv->read, body, arg, rv->free_converted, done);
+}
+
+/* Walks, inside the read (the paths object first: it owns the walk's
  * memory from the start, so an exception frees it with the object). */
 void
 rview_walk(struct rview *rv)
 {
-    read_begin(&rv->read);
     rv->paths_obj = rpaths_new(&rv->paths);
     struct rpaths *p = rv->paths;
     size_t max = rv->max_objects == SIZE_MAX ? sampler_heap_slots() : rv->max_objects;
@@ -66,14 +71,6 @@ rview_walk(struct rview *rv)
     p->edge_kinds = calloc(n, sizeof(*p->edge_kinds));
     p->named = calloc(n, sizeof(*p->named));
     if (!p->hops || !p->edge_names || !p->edge_kinds || !p->named) rb_memerror();
-}
-
-VALUE
-rview_end(VALUE arg)
-{
-    struct rview *rv = (struct rview *)arg;
-    read_end(&rv->read, rv->free_converted);
-    return Qnil;
 }
 
 /* ---- the rows ---- */

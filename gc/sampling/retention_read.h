@@ -2,11 +2,11 @@
  * retention_read.h: one read with its retention walk, for the retention
  * readers (retention_api.c, retention_view.c).
  *
- * rview_walk begins the read (read.h: GC off, other Ractors stopped),
- * walks the heap from the roots (sampler_retention_walk) to the live
- * slot samples the read sees, or to one record's object alone (`one`),
- * and keeps their paths (retention_paths.h).  rview_end ends the read:
- * call it from an rb_ensure, whatever the body did.
+ * rview_run runs a body inside a read (read.h's read_run: GC off, other
+ * Ractors stopped) that rview_walk, inside it, makes a walk of: the heap
+ * from the roots (sampler_retention_walk) to the live slot samples the
+ * read sees, or to one record's object alone (`one`), with their paths
+ * kept (retention_paths.h).
  *
  * Invariant: while the walk takes its roots no C frame of the caller
  * holds a target's address as a plain VALUE (the machine stack is a
@@ -44,8 +44,9 @@ struct all_paths {
     VALUE result;
 };
 
+/* body(arg) inside a read of rv (read_run), then done(arg) (NULL: none). */
+VALUE rview_run(struct rview *rv, VALUE (*body)(VALUE), VALUE arg, VALUE (*done)(VALUE));
 void rview_walk(struct rview *rv);
-VALUE rview_end(VALUE rv);
 
 /* The object of the record at index i if the read sees it live and it
  * is a slot's (a target of the walk), else 0. */

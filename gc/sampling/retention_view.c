@@ -160,7 +160,6 @@ static VALUE
 pprof_view_ensure(VALUE arg)
 {
     struct pprof_view *v = (struct pprof_view *)arg;
-    rview_end((VALUE)&v->rv);
     st_free_table(v->locations);
     free(v->entries);
     pprof_free(v->p);
@@ -174,7 +173,7 @@ sampling_retention_pprof_bytes(size_t max_objects)
     if (!p) rb_memerror();
     struct pprof_view v = { { READ_INIT, max_objects }, p, st_init_numtable(), NULL, NULL, 0 };
     v.rv.free_converted = sampling_pprof_free_ids;
-    rb_ensure(pprof_view_body, (VALUE)&v, pprof_view_ensure, (VALUE)&v);
+    rview_run(&v.rv, pprof_view_body, (VALUE)&v, pprof_view_ensure);
     VALUE str = rb_str_new((const char *)v.bytes, (long)v.len);
     free(v.bytes);
     return str;
@@ -216,6 +215,6 @@ VALUE
 sampling_retention_rows(size_t max_objects)
 {
     struct all_paths a = { { READ_INIT, max_objects }, Qnil };
-    rb_ensure(rows_body, (VALUE)&a, rview_end, (VALUE)&a.rv);
+    rview_run(&a.rv, rows_body, (VALUE)&a, NULL);
     return a.result;
 }

@@ -156,7 +156,6 @@ static VALUE
 snapshot_body(VALUE arg)
 {
     struct snapshot *snap = (struct snapshot *)arg;
-    read_begin(&snap->read);
     snap->result = rb_ary_new();
     for (size_t i = 0; i < sampler_records()->used; i++) {
         if (!read_record(&snap->read, i)) continue;
@@ -166,17 +165,10 @@ snapshot_body(VALUE arg)
 }
 
 static VALUE
-snapshot_ensure(VALUE arg)
-{
-    read_end(&((struct snapshot *)arg)->read, NULL);
-    return Qnil;
-}
-
-static VALUE
 snapshot_scoped(VALUE unused)
 {
-    struct snapshot snap = { READ_INIT, Qnil };
-    rb_ensure(snapshot_body, (VALUE)&snap, snapshot_ensure, (VALUE)&snap);
+    struct snapshot snap = { .result = Qnil };
+    read_run(&snap.read, snapshot_body, (VALUE)&snap, NULL, NULL);
     return snap.result;
 }
 

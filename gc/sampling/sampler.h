@@ -46,7 +46,8 @@ struct sampler_stats {
     uint64_t interval;
     uint32_t depth;
     size_t max_samples;
-    uint64_t samples;           /* every sample taken: the heaps' and malloc_samples */
+    uint64_t samples;           /* every sample taken: the heaps' and malloc_samples; samples + carried ==
+                                 * records + dropped + evicted + reader_samples + merged */
     uint64_t live, dropped, evicted, allocated_bytes;
     uint64_t records, sites, folded;    /* records kept, sites, sites folded into <other sites> */
     uint64_t named;                     /* sites whose class or code died (kept as text) */
@@ -61,6 +62,9 @@ struct sampler_stats {
     uint64_t peak_lost;                         /* records of its set lost (records.h) */
     uint64_t timeline_rows;
     uint64_t reader_samples;                    /* samples of readers' own allocations, not recorded */
+    uint64_t merged;                            /* malloc growth samples merged into their block's record */
+    uint64_t carried;                           /* records held when counting began (start, fork) */
+    uint64_t lost_frees;                        /* frees of sampled blocks lost to a full queue (malloc.c) */
     size_t nheaps;
     struct sampler_heap_stats per_heap[SAMPLER_MAX_HEAPS];
 };
@@ -125,12 +129,6 @@ void sampler_reader_leave(void);
  * restores it. */
 unsigned int sampler_reader_pause(void);
 void sampler_reader_resume(unsigned int depth);
-
-/* A reader that works on what it read (report.rb) brackets that work:
- * meanwhile samples are counted but not recorded (records.h: no record is
- * evicted, no site folded), so its allocations never push out the
- * program's records.  Takes the VM lock for the change only. */
-void sampler_quiet(bool on);
 
 /* A copy of the record at index if it still holds sample seq (under the VM
  * lock); false otherwise. */

@@ -103,6 +103,9 @@
 #include "sampler.h"
 #include "timeline.h"
 #include "addresses.h"
+#include "usdt.h"
+/* records.c's hook: a slot sample's end announced (a block's is malloc.c's) */
+#define SAMPLING_RECORD_UNFOLLOWED(obj) do { if (!((obj) & 1)) usdt_free(obj); } while (0)
 #include "sample_point.c"
 #include "gap.c"
 #include "refset.c"
@@ -537,6 +540,7 @@ static struct {
     bool readers_disabled_gc;
     struct sampling_timeline timeline;      /* a row per GC, and the peak (timeline.h) */
     bool row_waits;                         /* its sweep is over, frees queued during a read are not */
+    uint64_t carried;                       /* records held when counting began (start, clear, fork) */
 } sampler;
 
 static inline size_t slot_bytes(size_t heap_idx);
@@ -725,6 +729,22 @@ sampler_reader_resume(unsigned int depth)
     RB_GC_VM_UNLOCK(lev);
 }
 
+/* In a forked child only the forking thread runs: the reader scopes of
+ * the parent's other threads (one in report.rb while another forked)
+ * ended with them, and a fiber of the child may get the address of
+ * their execution context, whose allocations would then go unrecorded.
+ * (No read is open across a fork: read.h, read_run.) */
+static void
+sampler_readers_after_fork(void)
+{
+    const void *ec = sampling_frames_ec();
+    unsigned int n = 0;
+    for (unsigned int i = 0; i < sampler_nreaders; i++) {
+        if (sampler_readers[i].ec == ec) sampler_readers[n++] = sampler_readers[i];
+    }
+    __atomic_store_n(&sampler_nreaders, n, __ATOMIC_RELAXED);
+}
+
 /* malloc'd bytes: the wrapped rb_gc_impl_malloc, _calloc, _realloc, _free */
 #include "malloc.c"
 
@@ -861,7 +881,9 @@ sampling_record(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache, VALUE 
     in.sample.allocated_bytes = clock_now(sampler_objspace(), cache);   /* (4.1: the main Ractor's clock) */
     in.sample.size = (uint32_t)size;
     in.sample.heap = (uint8_t)heap_idx;
-    sampling_records_add(&sampler.records, &in);
+    uint32_t index = sampling_records_add(&sampler.records, &in);
+    usdt_alloc(obj, size, in.sample.weight);
+    if (index == SAMPLING_NONE) usdt_free(obj);     /* not followed (usdt.h) */
     SAMPLING_PHASE_END(SAMPLING_PHASE_RECORD, t1);
 }
 
@@ -1306,7 +1328,7 @@ sampling_marks_finished(void *objspace_ptr)
 
 /* The row of a GC whose sweep is over: the live estimate without the
  * blocks the sweep freed (timeline.h).  Frees other threads queued
- * count first; while a read or a quiet scope is on they stay queued, and
+ * count first; while a read is on they stay queued, and
  * so does the row (row_waits), until the read ends or the next marking. */
 static void
 sampling_row_finish(rb_objspace_t *objspace)
@@ -1371,6 +1393,12 @@ sampling_update_references(void *objspace_ptr)
 #if SAMPLING_POINT_ON_CURSOR
     objspaces_gc_each(objspace_ptr, heaps_moved_i);
 #endif
+    if (usdt_following()) {     /* moved samples keep their first address (usdt.h) */
+        for (size_t i = 0; i < sampler.records.nlive; i++) {
+            uintptr_t obj = sampler.records.live[i].obj;
+            usdt_move(obj, sampling_location(obj, objspace));
+        }
+    }
     sampling_records_update_references(&sampler.records, sampling_location, objspace);
     records_verify("compaction");
 }
@@ -1436,6 +1464,9 @@ counters_reset(rb_objspace_t *objspace)
 {
     sampler.records.dropped = 0;
     sampler.records.evicted = 0;
+    /* (records a start after stop, or a fork, keeps: counted in records,
+     * never in samples, which count from now) */
+    sampler.carried = sampling_records_count(&sampler.records);
     __atomic_store_n(&sampler_reader_samples, 0, __ATOMIC_RELAXED);
     size_t totals[HEAP_COUNT];
     allocated_totals(objspace, totals);
@@ -1504,6 +1535,7 @@ static void
 sampler_after_fork(rb_objspace_t *objspace)
 {
     malloc_drain(objspace->profile.count);  /* (see sampler_start) */
+    sampler_readers_after_fork();
     sampling_records_forget_peak(&sampler.records);
     sampling_records_after_fork(&sampler.records);
     sampling_records_close_window(&sampler.records);
@@ -1586,6 +1618,9 @@ sampler_clear(void)
     rb_gc_vm_barrier();
     {
         malloc_drain(objspace->profile.count);  /* (see sampler_start) */
+        for (size_t i = 0; usdt_following() && i < sampler.records.nlive; i++) {
+            SAMPLING_RECORD_UNFOLLOWED(sampler.records.live[i].obj);
+        }
         sampling_records_clear(&sampler.records);
         sampling_timeline_clear(&sampler.timeline);
         sampler.row_waits = false;
@@ -1658,6 +1693,7 @@ sampler_get_stats(struct sampler_stats *stats)
         stats->peak_lost = sampler.records.peak.lost;
         stats->timeline_rows = sampler.timeline.n;
         stats->reader_samples = __atomic_load_n(&sampler_reader_samples, __ATOMIC_RELAXED);
+        stats->carried = sampler.carried;
     }
     RB_GC_VM_UNLOCK(lev);
 }
@@ -1729,16 +1765,6 @@ sampler_read_end(unsigned int lev)
 {
     sampler.records.reading--;
     if (--sampler.readers == 0 && sampler.readers_disabled_gc) rb_gc_enable();
-    if (sampler.row_waits && !sampler.records.reading) sampling_row_finish(sampler_objspace());
-    RB_GC_VM_UNLOCK(lev);
-}
-
-void
-sampler_quiet(bool on)
-{
-    unsigned int lev = RB_GC_VM_LOCK();
-    if (on) sampler.records.reading++;
-    else sampler.records.reading--;
     if (sampler.row_waits && !sampler.records.reading) sampling_row_finish(sampler_objspace());
     RB_GC_VM_UNLOCK(lev);
 }

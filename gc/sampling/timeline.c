@@ -66,6 +66,8 @@ sampling_timeline_swept(struct sampling_timeline *t, struct sampling_records *r)
         sampling_records_mark_peak(r);     /* (the window's start: records.h) */
         peak->at = row;
         peak->taken = true;
+        double live = sampling_row_live(&row);
+        __atomic_store_n(&t->peak_live_bytes, live > 0 ? (uint64_t)live : 0, __ATOMIC_RELAXED);
     }
     sampling_records_close_window(r);
     t->pending = false;

@@ -90,6 +90,8 @@ struct sampling_timeline {
     uint64_t lost;                          /* rows skipped for want of memory */
     int64_t origin_ns, origin_real_ns;      /* CLOCK_MONOTONIC and CLOCK_REALTIME at its start (0: not begun) */
     struct sampling_peak peak;
+    uint64_t peak_live_bytes;               /* the peak's estimate, for a thread without the VM lock (atomic
+                                             * loads: periodic.c's grow=); 0 before the first GC */
     bool pending;                           /* a row begun at a marking, its sweep not over */
     struct sampling_timeline_row begun;     /* that row: gc, time, clock, major */
 };

@@ -53,7 +53,6 @@ static VALUE
 rows_copy(VALUE arg)
 {
     struct rows *r = (struct rows *)arg;
-    read_begin(&r->read);
     const struct sampling_timeline *t = sampler_timeline();
     r->origin_ns = t->origin_ns;
     r->origin_real_ns = t->origin_real_ns;
@@ -65,18 +64,11 @@ rows_copy(VALUE arg)
     return Qnil;
 }
 
-static VALUE
-rows_end(VALUE arg)
-{
-    read_end(&((struct rows *)arg)->read, NULL);
-    return Qnil;
-}
-
 static void
 rows_read(struct rows *r, bool peak)
 {
-    *r = (struct rows){ READ_INIT, NULL, 0, 0, 0, peak };
-    rb_ensure(rows_copy, (VALUE)r, rows_end, (VALUE)r);
+    *r = (struct rows){ .peak = peak };
+    read_run(&r->read, rows_copy, (VALUE)r, NULL, NULL);
 }
 
 /* timeline => [{gc:, seconds:, major:, live_bytes:, ...}, ...], oldest first */

@@ -1,8 +1,9 @@
 /*
  * write.c: where write_pprof, write_dhat, write_timeline,
  * Delta#write_pprof and out= at exit write: a path or an IO.  The
- * methods check the destination before they read anything, so a bad one
- * raises ArgumentError naming the argument and changes nothing.
+ * methods check the destination (and min_gcs:, which the in-use views
+ * share) before they read anything, so a bad one raises ArgumentError
+ * naming the argument and changes nothing.
  */
 #include "ruby/ruby.h"
 
@@ -35,4 +36,13 @@ sampling_check_destination(VALUE dest, const char *argname)
 {
     if (!RB_TYPE_P(dest, T_STRING) && !rb_respond_to(dest, rb_intern("to_path")) && !rb_respond_to(dest, rb_intern("write")))
         rb_raise(rb_eArgError, "%s must be a path (String, Pathname) or an IO (got %"PRIsVALUE")", argname, rb_inspect(dest));
+}
+
+uint32_t
+sampling_min_gcs_arg(VALUE v)
+{
+    if (v == Qundef) return 0;
+    if (!FIXNUM_P(v) || FIX2LONG(v) < 0 || (unsigned long)FIX2LONG(v) > UINT32_MAX)
+        rb_raise(rb_eArgError, "min_gcs must be an Integer from 0 to %u (got %"PRIsVALUE")", UINT32_MAX, rb_inspect(v));
+    return (uint32_t)FIX2LONG(v);
 }

@@ -8,7 +8,8 @@
 #   require "allocation_sampler/middleware"
 #   use ObjectSpace::AllocationSampler::Middleware
 #
-#   GET /debug/pprof/heap             in use now (?gc=1: after a full GC)
+#   GET /debug/pprof/heap             in use now (?gc=1: after a full GC;
+#                                     heap and allocs, ?debug=1: text)
 #   GET /debug/pprof/heap?seconds=N   allocations during the next N seconds
 #                                     (a delta, as Go's handler), in use then
 #   GET /debug/pprof/allocs           allocations since start
@@ -17,6 +18,8 @@
 #                                     to it (one reader, as godeltaprof's),
 #                                     in use now (?gc=1, ?seconds=N as
 #                                     allocs, ?debug=1: text)
+#   ?min_gcs=N (heap, delta_heap)     in-use values count only samples that
+#                                     survived at least N GCs (alloc_* all)
 #   GET /debug/pprof/retention        in use now, by shortest retention path
 #                                     from a GC root (one walk of the heap,
 #                                     the program paused meanwhile; the walk
@@ -45,8 +48,10 @@
 # brings the token, or
 #   - every address it names is loopback or in allow: the peer
 #     (REMOTE_ADDR) and each address of a forwarding header (Forwarded,
-#     X-Forwarded-For, X-Real-IP, Client-IP, True-Client-IP, ...); a
-#     forwarding header that does not parse into addresses is a refusal;
+#     X-Forwarded-For, X-Real-IP, Client-IP, True-Client-IP,
+#     WL-Proxy-Client-IP, ...); a forwarding header that does not parse
+#     into addresses (a Forwarded element naming a parameter twice too)
+#     is a refusal;
 #   - and, when the peer is allowed only as loopback (no allow: entry
 #     names it), nothing says a proxy sent it: its Host (and
 #     X-Forwarded-Host, Forwarded's host=) names a loopback address or
@@ -82,14 +87,18 @@ module ObjectSpace
       # benchmark/results/retention_pause.md (naming the paths after it
       # adds what docs/production.md says).
       RETENTION_MAX_OBJECTS = 1_000_000
+      # The walk's own limit (retention.md: max_objects is 1 to 2**31 - 1).
+      WALK_MAX_OBJECTS = 2**31 - 1
 
       def initialize(app, labels: DEFAULT_LABELS, allow: [], token: nil, max_seconds: 600, prefix: "/debug/pprof",
                      retention_max_objects: RETENTION_MAX_OBJECTS)
         raise ArgumentError, "labels must respond to #call or be false (got #{labels.inspect})" unless labels == false || labels.respond_to?(:call)
         raise ArgumentError, "max_seconds must be a positive Integer (got #{max_seconds.inspect})" unless max_seconds.is_a?(Integer) && max_seconds > 0
         check_token(token)
-        unless retention_max_objects.nil? || (retention_max_objects.is_a?(Integer) && retention_max_objects > 0)
-          raise ArgumentError, "retention_max_objects must be nil or a positive Integer (got #{retention_max_objects.inspect})"
+        unless retention_max_objects.nil? ||
+               (retention_max_objects.is_a?(Integer) && retention_max_objects.between?(1, WALK_MAX_OBJECTS))
+          raise ArgumentError, "retention_max_objects must be nil or an Integer from 1 to #{WALK_MAX_OBJECTS} " \
+                               "(got #{retention_max_objects.inspect})"
         end
 
         @app = app
@@ -213,14 +222,20 @@ module ObjectSpace
         return error(405, "only GET and HEAD are served here") unless %w[GET HEAD].include?(env["REQUEST_METHOD"])
 
         query = parse_query(env["QUERY_STRING"].to_s)
-        case route
-        when "/heap" then heap(query)
-        when "/allocs" then allocs(query)
-        when "/retention" then retention(query)
-        when "/delta_heap" then delta_heap(query)
-        else error(404, "no profile here: #{@prefix}/heap (?gc=1), #{@prefix}/allocs (?seconds=N), " \
-                        "#{@prefix}/delta_heap and #{@prefix}/retention are served")
-        end
+        # ?debug=1 on heap and allocs: the profile as text, as Go's (which
+        # has no debug form of a delta either)
+        debug = %w[/heap /allocs].include?(route) && query["debug"] && query["debug"] != "0"
+        return error(400, "seconds and debug params are incompatible") if debug && query.key?("seconds")
+
+        response = case route
+                   when "/heap" then heap(query)
+                   when "/allocs" then allocs(query)
+                   when "/retention" then retention(query)
+                   when "/delta_heap" then delta_heap(query)
+                   else error(404, "no profile here: #{@prefix}/heap (?gc=1), #{@prefix}/allocs (?seconds=N), " \
+                                   "#{@prefix}/delta_heap and #{@prefix}/retention are served")
+                   end
+        debug && response[0] == 200 ? text_profile(response[2].join) : response
       rescue StandardError => e
         error(500, "#{e.class}: #{e.message}")
       end
@@ -229,11 +244,27 @@ module ObjectSpace
       # seconds; in-use values are those at the end, as allocs?seconds=N).
       def heap(query)
         return not_running unless running?
-        return allocs(query) if query.key?("seconds")
+
+        min_gcs = min_gcs_param(query)
+        return min_gcs if min_gcs.is_a?(Array)
+        return allocs(query, min_gcs) if query.key?("seconds")
 
         GC.start if query["gc"] && query["gc"] != "0"
-        profile(AllocationSampler.pprof(default_sample_type: "inuse_space", view: :heap), "heap")
+        profile(AllocationSampler.pprof(default_sample_type: "inuse_space", view: :heap, min_gcs: min_gcs), "heap")
       end
+
+      # ?min_gcs=N: the in-use values of samples that survived N GCs
+      # (0, the default: all); a 400 response for a bad value.
+      def min_gcs_param(query)
+        return 0 unless query.key?("min_gcs")
+
+        text = query["min_gcs"]
+        n = Integer(text, 10, exception: false)
+        return n if n && n >= 0 && n <= MAX_MIN_GCS
+
+        error(400, "min_gcs must be an integer from 0 to #{MAX_MIN_GCS} (got #{text.inspect})")
+      end
+      MAX_MIN_GCS = 2**32 - 1
 
       # One walk of the heap, the program paused meanwhile: the walk stops
       # at the cap (?max_objects=N lowers it), which bounds the pause; a
@@ -246,8 +277,8 @@ module ObjectSpace
         if query.key?("max_objects")
           text = query["max_objects"]
           wanted = Integer(text, 10, exception: false)
-          unless wanted && wanted >= 1 && (cap.nil? || wanted <= cap)
-            return error(400, "max_objects must be an integer from 1 to #{cap || "any"} (got #{text.inspect})")
+          unless wanted&.between?(1, cap || WALK_MAX_OBJECTS)
+            return error(400, "max_objects must be an integer from 1 to #{cap || WALK_MAX_OBJECTS} (got #{text.inspect})")
           end
 
           cap = wanted
@@ -266,7 +297,7 @@ module ObjectSpace
         false
       end
 
-      def allocs(query)
+      def allocs(query, min_gcs = 0)
         return not_running unless running?
         return profile(AllocationSampler.pprof(view: :heap), "allocs") unless query.key?("seconds")
 
@@ -280,7 +311,7 @@ module ObjectSpace
         sleep seconds
         return error(503, "the allocation sampler stopped during the #{seconds} seconds") unless running?
 
-        profile(delta.pprof(view: :heap), "allocs")
+        profile(delta.pprof(view: :heap, min_gcs: min_gcs), "allocs")
       end
 
       # What godeltaprof serves: the allocations since the previous request
@@ -292,17 +323,24 @@ module ObjectSpace
         return not_running unless running?
 
         debug = query["debug"] && query["debug"] != "0"
+        min_gcs = min_gcs_param(query)
+        return min_gcs if min_gcs.is_a?(Array)
         if query.key?("seconds")
           return error(400, "seconds and debug params are incompatible") if debug
 
-          return allocs(query)
+          return allocs(query, min_gcs)
         end
         GC.start if query["gc"] && query["gc"] != "0"
         bytes = @delta_heap_lock.synchronize do
-          (@delta_heap ||= AllocationSampler::Delta.new(since: :start)).pprof(view: :heap)
+          (@delta_heap ||= AllocationSampler::Delta.new(since: :start)).pprof(view: :heap, min_gcs: min_gcs)
         end
         return profile(bytes, "delta_heap") unless debug
 
+        text_profile(bytes)
+      end
+
+      # A profile in Go's debug=1 text form (PprofReader.text).
+      def text_profile(bytes)
         body = PprofReader.text(bytes)
         [200, { "content-type" => "text/plain; charset=utf-8", "x-content-type-options" => "nosniff",
                 "content-length" => body.bytesize.to_s }, [body]]
@@ -349,7 +387,8 @@ module ObjectSpace
       CLIENT_HEADER_NAME = /\AHTTP_(?:X_)?(?:ORIGINAL_)?(?:FORWARDED_FOR|REAL_IP|CLIENT_?IP|TRUE_CLIENT_IP|
                             CLUSTER_CLIENT_IP|CONNECTING_IP|CF_CONNECTING_IP|FASTLY_CLIENT_IP|ORIGINATING_IP|
                             REMOTE_IP|REMOTE_ADDR|PROXYUSER_IP|ENVOY_EXTERNAL_ADDRESS|AZURE_CLIENTIP|
-                            APPENGINE_USER_IP|FORWARDED_CLIENT_IP)\z/x
+                            APPENGINE_USER_IP|FORWARDED_CLIENT_IP|(?:WL_)?PROXY_CLIENT_IP)\z|
+                            \AHTTP_\w*CLIENT_?(?:IP|ADDR|ADDRESS)\z/x
       # Headers that name the host the client asked for.
       HOST_HEADERS = %w[HTTP_X_FORWARDED_HOST HTTP_X_FORWARDED_SERVER HTTP_X_HOST HTTP_X_ORIGINAL_HOST].freeze
       # Headers only a proxy adds, which name no client.
@@ -432,6 +471,8 @@ module ObjectSpace
           return nil if m.end(0) == pos
 
           text = m[2].start_with?('"') ? m[2][1...-1].gsub(/\\(.)/, '\\1') : m[2]
+          return nil if elements.last.key?(m[1].downcase)   # (a parameter twice in one element)
+
           elements.last[m[1].downcase] = text
           elements << {} if m[3] == ","
           pos = m.end(0)

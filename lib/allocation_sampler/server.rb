@@ -16,9 +16,16 @@
 # allocs, retention, the loopback and Host rules, token:, allow:,
 # max_seconds:, prefix:, retention_max_objects:, all accepted here);
 # every other path is 404.  Plain HTTP/1.1 from Ruby's socket library,
-# one connection per request (Connection: close), a thread per request
-# while it runs (at most MAX_REQUESTS at once: 503 past that), a request
-# head of at most HEAD_BYTES read within READ_SECONDS.
+# one connection per request (Connection: close).  The server's thread
+# reads request heads, all at once without blocking (at most
+# MAX_PENDING connections waiting for theirs: a new one past that closes
+# the oldest), each at most HEAD_BYTES within HEAD_SECONDS; only a
+# complete head takes one of MAX_REQUESTS request slots (503 past
+# that), so connections that send nothing never keep a request out.
+# Each response runs on a thread of its own, which then ends its side of
+# the connection and reads what the client still sends (at most
+# DRAIN_BYTES for DRAIN_SECONDS) before it closes, so that a client
+# whose request was refused reads the refusal, not a reset.
 #
 # One Ruby thread, named "allocation_sampler server", waits for
 # connections.  It never changes how the program's deadlocks end: every
@@ -27,7 +34,9 @@
 # forever too, and CRuby reports "No live threads left. Deadlock?" as it
 # would have without it.  A thread that joins it (Thread.list.each(&:join))
 # makes it close its listener and end.  Thread.list does show it.  A
-# forked child has no server (the thread does not survive fork).  Under
+# forked child has no server: the thread does not survive fork, and the
+# child closes its copies of the listener and of the connections
+# (Process._fork), so the parent's stop frees the port.  Under
 # another GC (no AllocationSampler) every route answers 503 and the VM
 # cannot be asked: a deadlock then hangs while the server runs.
 require "socket"
@@ -38,8 +47,11 @@ module ObjectSpace
     class Server
       POLL_SECONDS = 0.25
       MAX_REQUESTS = 8
+      MAX_PENDING = 64
       HEAD_BYTES = 16 * 1024
-      READ_SECONDS = 10
+      HEAD_SECONDS = 2
+      DRAIN_BYTES = 64 * 1024
+      DRAIN_SECONDS = 1
       THREAD_NAME = "allocation_sampler server"
       REASONS = { 200 => "OK", 400 => "Bad Request", 403 => "Forbidden", 404 => "Not Found",
                   405 => "Method Not Allowed", 408 => "Request Timeout", 431 => "Request Header Fields Too Large",
@@ -63,7 +75,9 @@ module ObjectSpace
         @port = port
         prefix = options.fetch(:prefix, "/debug/pprof")
         @routes = Middleware.new(not_found(prefix), **options.merge(labels: false))
-        @requests = []
+        @threads = []       # responding (and draining), each on its own
+        @busy = 0           # request slots taken
+        @pending = {}       # connection => [head so far, deadline] (the server's thread's)
         @lock = Mutex.new
       end
 
@@ -72,6 +86,7 @@ module ObjectSpace
 
         @listener = TCPServer.new(@host, @port)
         @port = @listener.local_address.ip_port
+        Server.running_add(self)
         @thread = Thread.new { serve_forever }
         @thread.name = THREAD_NAME
         @thread.report_on_exception = false
@@ -89,7 +104,43 @@ module ObjectSpace
 
       def running? = !!@thread&.alive?
 
+      @running = []
+      @running_lock = Mutex.new
+      class << self
+        def running_add(server) = @running_lock.synchronize { @running << server }
+        def running_delete(server) = @running_lock.synchronize { @running.delete(server) }
+
+        # In a forked child: the servers' listeners and connections are the
+        # parent's (their threads are gone): closed, so that the port is
+        # free once the parent stops, whatever the children do.
+        def after_fork_child
+          servers = @running
+          @running = []
+          @running_lock = Mutex.new
+          servers.each { |server| server.send(:close_in_child) }
+        end
+      end
+
+      # (Process._fork, which every fork goes through)
+      module ForkHook
+        def _fork
+          pid = super
+          Server.after_fork_child if pid.zero?
+          pid
+        end
+      end
+      Process.singleton_class.prepend(ForkHook)
+
       private
+
+      def close_in_child
+        @stopping = true
+        @pending.each_key { |socket| socket.close unless socket.closed? }
+        @pending.clear
+        @listener.close unless @listener.closed?
+      rescue IOError, SystemCallError
+        nil
+      end
 
       def not_found(prefix)
         lambda do |_env|
@@ -101,11 +152,15 @@ module ObjectSpace
       def serve_forever
         suspect = false
         until @stopping
-          if @listener.wait_readable(POLL_SECONDS)
+          expire_heads
+          ready, = IO.select([@listener, *@pending.keys], nil, nil, wait_seconds)
+          if ready
             suspect = false
-            accept
+            ready.each { |io| io.equal?(@listener) ? accept : read_head(io) }
             next
           end
+          next unless @pending.empty?
+
           case idle_state
           when :joined then break
           when :deadlock
@@ -120,14 +175,25 @@ module ObjectSpace
           end
         end
       ensure
-        @listener.close
+        Server.running_delete(self)
+        @pending.each_key { |socket| socket.close unless socket.closed? }
+        @pending.clear
+        @listener.close unless @listener.closed?
+      end
+
+      def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+      # Until the next poll, or the first head's deadline.
+      def wait_seconds
+        first = @pending.each_value.map { |_, deadline| deadline }.min
+        first ? (first - now).clamp(0, POLL_SECONDS) : POLL_SECONDS
       end
 
       # What the program's threads say about this one going on waiting
       # (threads.c); nil while a request of ours runs (CRuby counts it as
       # alive), or without the sampling GC.
       def idle_state
-        return nil if @lock.synchronize { @requests.any?(&:alive?) }
+        return nil if @lock.synchronize { @threads.any?(&:alive?) }
         return nil unless AllocationSampler.respond_to?(:helper_thread_state, true)
 
         AllocationSampler.send(:helper_thread_state)
@@ -137,45 +203,96 @@ module ObjectSpace
         socket = @listener.accept_nonblock(exception: false)
         return if socket == :wait_readable
 
+        if @pending.size >= MAX_PENDING
+          oldest, = @pending.min_by { |_, (_, deadline)| deadline }
+          @pending.delete(oldest)
+          oldest.close
+        end
+        @pending[socket] = [+"", now + HEAD_SECONDS]
+      rescue SystemCallError, IOError
+        socket.close if socket.is_a?(IO) && !socket.closed?
+      end
+
+      # Reads what the connection has sent of its head (never past
+      # HEAD_BYTES); a complete head is a request.
+      def read_head(socket)
+        head, = @pending[socket]
+        chunk = socket.read_nonblock(HEAD_BYTES + 1 - head.bytesize, exception: false)
+        return if chunk == :wait_readable
+        return dispatch(socket, [400, {}, ["the connection closed inside the request head\n"]]) if chunk.nil?
+
+        head << chunk
+        stop = head.index("\r\n\r\n")
+        if stop && stop + 4 <= HEAD_BYTES
+          dispatch(socket, head.byteslice(0, stop))
+        elsif head.bytesize > HEAD_BYTES || stop
+          dispatch(socket, [431, {}, ["the request head is over #{HEAD_BYTES} bytes\n"]])
+        end
+      rescue SystemCallError, IOError
+        @pending.delete(socket)
+        socket.close unless socket.closed?
+      end
+
+      def expire_heads
+        t = now
+        late = @pending.select { |_, (_, deadline)| deadline <= t }.keys
+        late.each { |socket| dispatch(socket, [408, {}, ["no complete request head within #{HEAD_SECONDS} seconds\n"]]) }
+      end
+
+      # A thread of its own answers the connection: a request (its head)
+      # while a slot is free, else 503; a refusal (a response) as it is.
+      # Past MAX_PENDING + MAX_REQUESTS threads the connection is closed.
+      def dispatch(socket, head_or_response)
+        @pending.delete(socket)
         @lock.synchronize do
-          @requests.select!(&:alive?)
-          if @requests.size >= MAX_REQUESTS
-            respond(socket, [503, {}, ["#{MAX_REQUESTS} profile requests are running: try again\n"]], "GET")
+          @threads.select!(&:alive?)
+          if @threads.size >= MAX_PENDING + MAX_REQUESTS
             socket.close
             next
           end
-          @requests << Thread.new(socket) { |s| handle(s) }.tap { |t| t.report_on_exception = false }
+          slot = head_or_response.is_a?(String) && @busy < MAX_REQUESTS
+          @busy += 1 if slot
+          response = if slot || !head_or_response.is_a?(String) then head_or_response
+                     else [503, {}, ["#{MAX_REQUESTS} profile requests are running: try again\n"]]
+                     end
+          @threads << Thread.new(socket, response, slot) { |s, r, taken| answer(s, r, taken) }
+                            .tap { |t| t.report_on_exception = false }
         end
-      rescue SystemCallError, IOError
-        socket&.close
       end
 
-      def handle(socket)
-        env = read_request(socket)
+      def answer(socket, head_or_response, slot)
+        env = head_or_response.is_a?(String) ? request_env(socket, head_or_response) : head_or_response
         response = env.is_a?(Hash) ? @routes.call(env) : env
         respond(socket, response, env.is_a?(Hash) ? env["REQUEST_METHOD"] : "GET")
       rescue StandardError => e
         respond(socket, [500, {}, ["#{e.class}: #{e.message}\n"]], "GET") rescue nil
       ensure
-        socket.close
+        @lock.synchronize { @busy -= 1 } if slot
+        drain_close(socket)
+      end
+
+      # Ends our side (the client sees the whole response), reads what the
+      # client still sends, then closes: closing with unread bytes would
+      # reset the connection, and the client could lose the response.
+      def drain_close(socket)
+        socket.close_write
+        deadline = now + DRAIN_SECONDS
+        left = DRAIN_BYTES
+        while left > 0 && (wait = deadline - now) > 0 && socket.wait_readable(wait)
+          chunk = socket.read_nonblock([left, 4096].min, exception: false)
+          break if chunk.nil?
+
+          left -= chunk.bytesize if chunk.is_a?(String)
+        end
+      rescue SystemCallError, IOError
+        nil
+      ensure
+        socket.close unless socket.closed?
       end
 
       # A Rack env from the request head, or a response for a bad one.
-      def read_request(socket)
-        head = +""
-        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + READ_SECONDS
-        until (stop = head.index("\r\n\r\n"))
-          return [431, {}, ["the request head is over #{HEAD_BYTES} bytes\n"]] if head.bytesize > HEAD_BYTES
-
-          left = deadline - Process.clock_gettime(Process::CLOCK_MONOTONIC)
-          return [408, {}, ["no request within #{READ_SECONDS} seconds\n"]] if left <= 0 || !socket.wait_readable(left)
-
-          chunk = socket.read_nonblock(4096, exception: false)
-          return [400, {}, ["the connection closed inside the request head\n"]] if chunk.nil?
-
-          head << chunk unless chunk == :wait_readable
-        end
-        request_line, *lines = head.byteslice(0, stop).split("\r\n")
+      def request_env(socket, head)
+        request_line, *lines = head.split("\r\n")
         method, target, version = request_line.to_s.split(" ", 3)
         unless method && target&.start_with?("/") && version&.match?(%r{\AHTTP/\d\.\d\z})
           return [400, {}, ["a request line such as \"GET /debug/pprof/heap HTTP/1.1\" was expected\n"]]

@@ -356,3 +356,44 @@ end
 class Minitest::Test
   include FleetHelper
 end
+
+# The read tests (test_read_*_open_*): what the sampler keeps of a
+# workload run while a streaming read (report to an IO) is, or was, in
+# its write.  Ruby source for a child process: read_workload keeps 10 MB
+# of malloc'd buffers, makes about 30 MB of garbage at 3,000 new sites,
+# and returns {live_malloc:, evicted:, alloc_space:, peak:}: what a read
+# left open would stop (malloc samples stay queued, nothing is evicted,
+# sites are not folded, the peak misses malloc'd bytes).
+module ReadHelper
+  START = "ObjectSpace::AllocationSampler.start(interval: 16_384, seed: 1, max_samples: 1_000, malloc: true)"
+
+  WORKLOAD = <<~RUBY
+    def read_workload
+      s = ObjectSpace::AllocationSampler
+      keep = Array.new(100) { "k" * 100_000 }
+      3_000.times { |i| eval("'g' * 10_000", nil, "site.rb", i + 1) }
+      GC.start
+      st = s.stats
+      peak = s.peak
+      { live_malloc: st[:live_malloc_bytes], evicted: st[:evicted],
+        alloc_space: s.send(:site_totals).sum { |row| row[4] }.round,
+        peak: peak ? peak[:live_malloc_bytes] : 0, kept: keep.size }
+    end
+  RUBY
+
+  # What read_workload returned, as a child printed it (p).
+  def workload_result(out) = eval(out.lines.last)
+
+  # The bounds a run that loses nothing meets (10 MB kept, about 40 MB
+  # allocated, max_samples 1,000: a sampling error far inside them).
+  def assert_nothing_lost(r, what)
+    assert_operator r[:live_malloc], :>=, 6_000_000, "#{what}: live malloc'd bytes (10 MB kept): #{r}"
+    assert_operator r[:evicted], :>=, 500, "#{what}: dead records evicted (3,000 garbage strings): #{r}"
+    assert_operator r[:alloc_space], :>=, 25_000_000, "#{what}: bytes allocated in the totals (about 40 MB): #{r}"
+    assert_operator r[:peak], :>=, 6_000_000, "#{what}: malloc'd bytes at the peak (10 MB kept): #{r}"
+  end
+end
+
+class Minitest::Test
+  include ReadHelper
+end

@@ -1,7 +1,8 @@
-# A malloc sample taken while a read or a quiet scope is on waits in the
-# queue with its stack; the code on that stack (here an eval's and class
-# bodies' iseqs, garbage once they have run) must still be there when the
-# sample is applied and named after GCs that ran meanwhile.  (The library
+# A malloc sample queued (taken while a read was on: before read_run,
+# report's IO wrote inside one) waits in the queue with its stack; the
+# code on that stack (here an eval's and class bodies' iseqs, garbage
+# once they have run) must still be there when the sample is applied and
+# named after GCs that ran meanwhile.  (The library
 # before the fix read swept iseqs here and crashed.)
 require_relative "helper"
 
@@ -11,7 +12,7 @@ class TestMallocQueuedCode < Minitest::Test
       S = ObjectSpace::AllocationSampler
       S.start(interval: 64, mode: :fixed, malloc: true)
       io = Object.new
-      def io.write(*s)    # runs inside write_collapsed's quiet scope
+      def io.write(*s)    # (now after write_collapsed's reads end)
         20.times { |i| eval("class QueuedCode\#{i}; X = 'y' * 100_000; end") }
         4.times { GC.start }
         s.sum(&:bytesize)

@@ -71,7 +71,8 @@ class TestReadOwnAllocations < Minitest::Test
     assert_empty readers_frames(after).map { |s| s.frames[0..3] }.uniq
     assert_equal 0, after.count { |s| s.klass == Sampler::Sample }
     # what the IO's write and each_sample's block allocate is the program's: recorded
-    assert_operator after.count { |s| s.frames[0][2] == "#{Keeper}#write" }, :>=, 3
+    # (report writes its text in one call, after its reads: one String)
+    assert_operator after.count { |s| s.frames[0][2] == "#{Keeper}#write" }, :>=, 1
     assert_operator after.count { |s| s.klass == String && s.frames[0][1] == line }, :>=, 20
     assert_operator after.count { |s| s.frames[0][1] == LINE }, :>=, 20
     assert_operator Sampler.stats[:reader_samples], :>, 1000

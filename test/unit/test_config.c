@@ -34,6 +34,12 @@ render(const struct sampling_params *p)
     if (p->malloc != d.malloc) PUT(" malloc=%d", p->malloc);
     if (p->every) PUT(" every=%" PRIu32, p->every);
     if (p->out[0]) PUT(" out=%s", p->out);
+    if (p->limit == SAMPLING_LIMIT_AUTO) PUT(" limit=auto");
+    if (p->limit == SAMPLING_LIMIT_SIZE) PUT(" limit=%" PRIu64, p->limit_bytes);
+    if (p->limit_at != d.limit_at) PUT(" limit_at=%" PRIu32, p->limit_at);
+    if (p->grow != d.grow) PUT(" grow=%" PRIu64, p->grow);
+    if (p->max_files != d.max_files) PUT(" max_files=%" PRIu32, p->max_files);
+    if (p->min_gcs != d.min_gcs) PUT(" min_gcs=%" PRIu32, p->min_gcs);
 #undef PUT
     return n ? out + 1 : "(defaults)";
 }
@@ -52,7 +58,9 @@ struct row {
 #define MAX_RANGE "from 1 to 100000000 (k/m/g: thousand, million, billion)"
 #define SEED_RANGE "from 0 to 18446744073709551615"
 #define EVERY_RANGE "expected seconds from 1 to 86400 (with s, m or h: 60s, 5m, 1h)"
-#define KNOWN "(known: interval, depth, max_samples, seed, mode, malloc, out, every)"
+#define KNOWN "(known: interval, depth, max_samples, seed, grow, max_files, min_gcs, mode, malloc, out, every, limit, limit_at)"
+#define LIMIT_RANGE "expected auto (the memory cgroup's limit) or a size of RSS from 1m to 1125899906842624 bytes (k/m/g: powers of 1024)"
+#define LIMIT_AT_RANGE "expected a fraction of the limit from 0.01 to 1 (e.g. 0.9)"
 
 static const struct row rows[] = {
     /* interval: bytes, k/m/g powers of 1024, 1 to 2**50 */
@@ -143,6 +151,39 @@ static const struct row rows[] = {
     BAD("every=30,out=a.pb.gz", "every= needs out= with %n, the delta file's number (e.g. out=alloc-%p-%n.pb.gz)"),
     BAD("every=30,out=a-%n.dhat.json", "every= writes pprof delta files: out= must not end in .dhat.json (a DHAT file "
         "is written once, at exit, without every=)"),
+
+    /* limit: auto or an RSS size; limit_at: a fraction, 0.01 to 1, in millionths;
+     * grow: bytes from 1 MiB; max_files, min_gcs: counts; the watcher needs out= */
+    OK("limit=auto,out=h-%n.pb.gz", "out=h-%n.pb.gz limit=auto"),
+    OK("limit=auto,out=h.pb.gz", "out=h.pb.gz limit=auto"),
+    OK("limit=300m,out=h-%n.pb.gz", "out=h-%n.pb.gz limit=314572800"),
+    OK("limit=1m,out=h", "out=h limit=1048576"),
+    BAD("limit=1023k,out=h", "limit=1023k: " LIMIT_RANGE),
+    BAD("limit=0,out=h", "limit=0: " LIMIT_RANGE),
+    BAD("limit=Auto,out=h", "limit=Auto: " LIMIT_RANGE),
+    BAD("limit=,out=h", "limit=: " LIMIT_RANGE),
+    BAD("limit=auto", "limit= needs out=, where its profiles go (e.g. out=heap-%p-%n.pb.gz)"),
+    BAD("limit=auto,out=h.dhat.json", "limit= and grow= write pprof files: out= must not end in .dhat.json"),
+    OK("limit=auto,limit_at=0.5,out=h", "out=h limit=auto limit_at=500000"),
+    OK("limit=auto,limit_at=.95,out=h", "out=h limit=auto limit_at=950000"),
+    OK("limit=auto,limit_at=1,out=h", "out=h limit=auto limit_at=1000000"),
+    OK("limit=auto,limit_at=0.01,out=h", "out=h limit=auto limit_at=10000"),
+    OK("limit=auto,limit_at=0.123456,out=h", "out=h limit=auto limit_at=123456"),
+    BAD("limit_at=0.009,out=h", "limit_at=0.009: " LIMIT_AT_RANGE),
+    BAD("limit_at=1.01,out=h", "limit_at=1.01: " LIMIT_AT_RANGE),
+    BAD("limit_at=0.1234567,out=h", "limit_at=0.1234567: " LIMIT_AT_RANGE),
+    BAD("limit_at=90%,out=h", "limit_at=90%: " LIMIT_AT_RANGE),
+    BAD("limit_at=.,out=h", "limit_at=.: " LIMIT_AT_RANGE),
+    BAD("limit_at=-0.5,out=h", "limit_at=-0.5: " LIMIT_AT_RANGE),
+    OK("grow=256m,out=h-%n", "out=h-%n grow=268435456"),
+    OK("grow=1m,out=h-%n", "out=h-%n grow=1048576"),
+    BAD("grow=1023k,out=h", "grow=1023k: expected an integer from 1048576 to 1125899906842624 bytes (k/m/g: powers of 1024)"),
+    BAD("grow=256m", "grow= needs out=, where its profiles go (e.g. out=heap-%p-%n.pb.gz)"),
+    OK("limit=auto,grow=64m,max_files=3,out=h-%n", "out=h-%n limit=auto grow=67108864 max_files=3"),
+    BAD("max_files=0,out=h", "max_files=0: expected an integer from 1 to 100000 (k/m/g: thousand, million, billion)"),
+    OK("min_gcs=1", "min_gcs=1"),
+    OK("min_gcs=4294967295", "min_gcs=4294967295"),
+    BAD("min_gcs=4294967296", "min_gcs=4294967296: expected an integer from 0 to 4294967295 GCs (k/m/g: thousand, million, billion)"),
 
     /* out: a path, to the next comma that starts a key */
     OK("out=alloc-%p.pb.gz", "out=alloc-%p.pb.gz"),
@@ -243,6 +284,9 @@ test_table(void)
         { SAMPLING_SETTING_DEPTH, "depth", "from 1 to 4096 frames" },
         { SAMPLING_SETTING_MAX_SAMPLES, "max_samples", "from 1 to 100000000" },
         { SAMPLING_SETTING_SEED, "seed", "from 0 to 18446744073709551615" },
+        { SAMPLING_SETTING_GROW, "grow", "from 1048576 to 1125899906842624 bytes" },
+        { SAMPLING_SETTING_MAX_FILES, "max_files", "from 1 to 100000" },
+        { SAMPLING_SETTING_MIN_GCS, "min_gcs", "from 0 to 4294967295 GCs" },
     };
     CHECK(sizeof(want) / sizeof(want[0]) == SAMPLING_SETTINGS, "every setting has a row here");
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {

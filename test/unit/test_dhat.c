@@ -72,6 +72,8 @@ test_frames(void)
     CHECK(dhat_where(where, sizeof(where), "a.rb", 4, 12) == 7 && strcmp(where, "a.rb:12") == 0, "path:line (%s)", where);
     CHECK(dhat_where(where, sizeof(where), "a.rb", 4, 0) == 4 && strcmp(where, "a.rb") == 0, "no line (%s)", where);
     CHECK(dhat_where(where, sizeof(where), NULL, 0, 5) == 4 && strcmp(where, "in C") == 0, "no path (%s)", where);
+    /* a NUL in the path is kept (as pprof keeps it) */
+    CHECK(dhat_where(where, sizeof(where), "a\0b.rb", 6, 3) == 8 && memcmp(where, "a\0b.rb:3", 9) == 0, "NUL kept");
     CHECK(dhat_where(where, 4, "abcdef", 6, 1) == 8 && strcmp(where, "abc") == 0, "cut at size, length needed");
     dhat_free(d);
     dhat_free(e);
