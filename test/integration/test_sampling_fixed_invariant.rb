@@ -38,7 +38,8 @@ class TestSamplingFixedInvariant < Minitest::Test
       GC.start
       assert_invariant(interval, "after a major GC")
       stats = heap_stats
-      assert stats.values.all? { |h| h[:allocated_bytes] > 0 }, "every heap saw allocations: #{stats.inspect}"
+      # (every heap a String or an Array reaches: 4.1's 32-byte one holds neither)
+      assert OBJECT_SLOTS.all? { |size| stats[size][:allocated_bytes] > 0 }, "every heap saw allocations: #{stats.inspect}"
       Sampler.stop
       keep.clear
     end
