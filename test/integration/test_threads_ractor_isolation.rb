@@ -29,9 +29,6 @@ class TestThreadsRactorIsolation < Minitest::Test
   RUBY
 
   def test_other_ractors_objects_are_not_handed_out
-    # (needs samples taken in another Ractor: test_threads_ractors_parallel
-    # is 4.1's test with Ractors)
-    skip "Ruby 4.1: Ractors other than the main one are not sampled yet (docs/ruby-4.1.md)" if RUBY_VERSION >= "4.1"
     out, err, status = run_ruby(PROGRAM, args: ["-W0"])
     assert status.success?, err
     assert_equal "[true, true, true, true]\n", out
