@@ -16,7 +16,7 @@ require "json"
 class TestPprofMinGcsYoung < Minitest::Test
   include PprofHelper
 
-  STEADY = 20_000         # strings of 100 bytes: one 160-byte slot each
+  STEADY = 20_000         # strings of 100 bytes: one 160-byte slot each (4.1: 128)
   GARBAGE = 150_000
 
   def steady = $steady = Array.new(STEADY) { "s" * 100 }
@@ -58,7 +58,7 @@ class TestPprofMinGcsYoung < Minitest::Test
         assert_equal 0, o["garbage"][2], "nor in inuse_objects"
         assert_equal a["steady"][2..3], o["steady"][2..3], "the steady set's in-use values are the same records"
         assert_operator o["steady"][3], :>=, 0.9 * total_inuse_old, "the steady set is >= 90% of what is left"
-        held = STEADY * 160
+        held = STEADY * ObjectSpace.memsize_of("s" * 100)
         assert_in_delta held, o["steady"][3], 0.2 * held, "estimate within 20% of #{held} bytes"
         # allocation values unchanged
         assert_equal a["garbage"][0..1], o["garbage"][0..1]

@@ -80,7 +80,8 @@ class TestThreadsConcurrency < Minitest::Test
       30_000.times { Object.new }
       after = Sampler.stats
       # counters count the child's own allocations, from the fork on
-      ok = before[:samples] < parent[:samples] && after[:samples] > before[:samples] + 1000 && after[:enabled] &&
+      # (30,000 objects of 40 bytes, 32 on 4.1, at 1 KiB: over 900 samples)
+      ok = before[:samples] < parent[:samples] && after[:samples] > before[:samples] + 900 && after[:enabled] &&
            after[:heaps].all? { |h| h[:points] == h[:allocated_bytes] / 1024 } &&
            Sampler.samples.size >= after[:samples] - after[:evicted] - after[:dropped]
       w.write(ok ? "ok" : "bad #{before.inspect} #{after.inspect}")
