@@ -23,7 +23,9 @@
 #include "sampler.h"
 
 #include <fcntl.h>
+#ifdef HAVE_MALLINFO2
 #include <malloc.h>
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +36,18 @@
 
 /* GC::INTERNAL_CONSTANTS[:HEAP_PAGE_SIZE], read once at boot */
 static long long heap_page_size;
+
+/* Every malloc of the process in use (glibc's count), 0 where unknown. */
+static long long
+malloc_in_use_bytes(void)
+{
+#ifdef HAVE_MALLINFO2
+    struct mallinfo2 mi = mallinfo2();
+    return (long long)(mi.uordblks + mi.hblkhd);
+#else
+    return 0;
+#endif
+}
 
 static long long
 rss_bytes(void)
@@ -65,8 +79,7 @@ sampling_memory_split_text(char *buf, size_t len)
     long long rss = rss_bytes();
     if (rss < 0) return false;
     long long heap = (long long)rb_gc_stat(ID2SYM(rb_intern("heap_allocated_pages"))) * heap_page_size;
-    struct mallinfo2 mi = mallinfo2();
-    long long in_use = (long long)(mi.uordblks + mi.hblkhd);
+    long long in_use = malloc_in_use_bytes();
     struct sampler_stats s;
     sampler_get_stats(&s);
     size_t parts[SAMPLER_MEMORY_PARTS];
@@ -95,8 +108,7 @@ sampler_memory_split_m(VALUE self)
         in_use += live * size;
         capacity += stat_of(h, "heap_eden_slots") * size;
     }
-    struct mallinfo2 mi = mallinfo2();
-    long long malloc_in_use = (long long)(mi.uordblks + mi.hblkhd);
+    long long malloc_in_use = malloc_in_use_bytes();
     struct sampler_stats s;
     sampler_get_stats(&s);
     long long sampled_slots = llround(s.live_space[SAMPLING_LIVE_SLOT]), sampled_malloc = llround(s.live_space[SAMPLING_LIVE_MALLOC]);
