@@ -22,6 +22,8 @@ sampling_watch_open(struct sampling_watch *w, const struct sampling_params *sett
     w->high = 0;
     w->files = 0;
     w->poll_ns = WATCH_POLL_MIN_NS;
+    w->polls = 0;
+    w->limit_seen = false;
     if (settings->limit == SAMPLING_LIMIT_NONE) return;
     bool automatic = settings->limit == SAMPLING_LIMIT_AUTO;
     w->ml_open = automatic ? memlimit_open_cgroup(&w->ml, "/proc/self/cgroup", "/proc/self/mountinfo", err, sizeof(err))
@@ -30,12 +32,6 @@ sampling_watch_open(struct sampling_watch *w, const struct sampling_params *sett
         fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: limit=%s cannot be watched (%s); no profile is written "
                 "before a limit\n", automatic ? "auto" : "SIZE", err);
         return;
-    }
-    struct memlimit_reading r;
-    if (automatic && !memlimit_read(&w->ml, &r)) {
-        /* (it may get one later: limits are read again while watched) */
-        fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: limit=auto: the memory cgroup %s and its parents have no "
-                "limit (yet)\n", w->ml.levels[0].dir);
     }
 }
 
@@ -67,7 +63,14 @@ sampling_watch_poll(struct sampling_watch *w, uint64_t live_high, char *why, siz
         memlimit_close(&w->ml);
         w->ml_open = memlimit_open_cgroup(&w->ml, "/proc/self/cgroup", "/proc/self/mountinfo", err, sizeof(err));
     }
-    if (w->ml_open && memlimit_read(&w->ml, &r)) {
+    bool read = w->ml_open && memlimit_read(&w->ml, &r);
+    w->limit_seen |= read;
+    if (w->ml_open && !w->limit_seen && ++w->polls == WATCH_NO_LIMIT_POLLS) {
+        /* (it may get one later: limits are read again while watched) */
+        fprintf(stderr, "ruby: warning: RUBY_GC_SAMPLING: limit=auto: the memory cgroup %s and its parents have no "
+                "limit (yet)\n", w->ml.levels[0].dir);
+    }
+    if (read) {
         uint64_t threshold = memlimit_threshold(r.limit, s->limit_at);
         uint64_t headroom_ns = r.usage < threshold ? (threshold - r.usage) / WATCH_RATE : 0;
         w->poll_ns = headroom_ns < WATCH_POLL_MIN_NS ? WATCH_POLL_MIN_NS : headroom_ns < WATCH_POLL_MAX_NS ? headroom_ns : WATCH_POLL_MAX_NS;

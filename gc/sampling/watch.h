@@ -35,7 +35,14 @@ struct sampling_watch {
     uint64_t high;                      /* grow=: the live estimate at the last file */
     uint32_t files;                     /* written so far */
     uint64_t poll_ns;                   /* until the next poll */
+    uint32_t polls;                     /* since open */
+    bool limit_seen;                    /* limit=auto: a limit was read at least once */
 };
+
+/* limit=auto with no limit read in this many polls (about 2 s: a
+ * supervisor may move the process into its cgroup, or set the limit,
+ * just after it starts) prints one warning. */
+#define WATCH_NO_LIMIT_POLLS 20
 
 /* Starts watching what settings say (files counted from 0), closing
  * what was open; one warning on stderr when the limit cannot be watched
