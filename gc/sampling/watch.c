@@ -38,15 +38,17 @@ sampling_watch_open(struct sampling_watch *w, const struct sampling_params *sett
 /* The crossing's reason, with the wall-clock time it was seen (docs/oom.md
  * measures the time from it to the file). */
 static void
-limit_why(const struct sampling_watch *w, const struct memlimit_reading *r, uint64_t usage, char *why, size_t whylen)
+limit_why(const struct sampling_watch *w, const struct memlimit_reading *r, uint64_t usage, uint64_t live_high, char *why,
+          size_t whylen)
 {
     struct timespec seen;
     clock_gettime(CLOCK_REALTIME, &seen);
     bool rss = w->ml.kind == MEMLIMIT_RSS;
-    snprintf(why, whylen, "before the limit: %s %llu bytes of %llu (%.0f%%, limit_at=%g) in %s, seen at %lld.%06ld",
-             rss ? "RSS" : "working set", (unsigned long long)usage, (unsigned long long)r->limit,
-             100.0 * (double)usage / (double)r->limit, w->settings.limit_at / 1e6, rss ? "this process" : w->ml.levels[r->level].dir,
-             (long long)seen.tv_sec, seen.tv_nsec / 1000);
+    snprintf(why, whylen, "before the limit: %s %llu bytes of %llu (%.0f%%, limit_at=%g) in %s, seen at %lld.%06ld; "
+             "the peak so far: %llu bytes estimated live", rss ? "RSS" : "working set", (unsigned long long)usage,
+             (unsigned long long)r->limit, 100.0 * (double)usage / (double)r->limit, w->settings.limit_at / 1e6,
+             rss ? "this process" : w->ml.levels[r->level].dir, (long long)seen.tv_sec, seen.tv_nsec / 1000,
+             (unsigned long long)live_high);
 }
 
 bool
@@ -78,7 +80,7 @@ sampling_watch_poll(struct sampling_watch *w, uint64_t live_high, char *why, siz
          * threshold, the working set decides */
         uint64_t usage = r.usage >= threshold ? memlimit_working_set(&w->ml, &r) : r.usage;
         if (memlimit_crossed(&w->armed, usage, r.limit, s->limit_at)) {
-            limit_why(w, &r, usage, why, whylen);
+            limit_why(w, &r, usage, live_high, why, whylen);
             return true;
         }
     }
