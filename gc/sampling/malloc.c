@@ -65,6 +65,20 @@
  * reallocated.  In the records' live list a block is its address with
  * the low bit set, which no object has: the end-of-marking check calls it
  * live, compaction leaves it alone, and Sample#object is nil.
+ *
+ * From its host.  Included, this file uses what sampling.c defines
+ * before the include, which no header declares:
+ *   sampler                  .records (applying samples and ends; its
+ *                            .reading, .sites), .params.depth and
+ *                            .scratch (a capture's frames)
+ *   sampling_ractors         a second Ractor exists (malloc_inline_ok)
+ *   clock_now, sampler_now   the allocation clock: a sample's
+ *                            allocated_bytes, a record's end
+ *   sampler_reading_here,    a reader's own block: counted, not recorded
+ *   sampler_reader_samples
+ *   rb_gc_impl_*_default     default.c's four entry points, renamed
+ * and from default.c: rb_objspace_t (profile.count), during_gc,
+ * gc_mark_and_pin, HEAP_COUNT.
  */
 #include <pthread.h>
 #include "blocks.h"
