@@ -5,7 +5,7 @@
  * part first).  The readers live below it: sample.c (Sample, samples,
  * each_sample), profile.c (write_pprof, pprof), out.c (out=, the profile
  * at exit), report.c (report, write_collapsed), labels_api.c
- * (with_labels), delta.c (Delta, every=).
+ * (with_labels), delta.c (Delta), periodic.c (every=, the watcher).
  *
  * Every argument is checked before anything changes: a call that raises
  * ArgumentError (naming the argument and its accepted range) leaves the
@@ -277,7 +277,7 @@ start_from_environment(void)
     }
     sampling_out_claim();
     sampler_start(&params);
-    /* with every=, delta files instead (delta.c, once threads can run) */
+    /* with every=, delta files instead (periodic.c, once threads can run) */
     if (params.out[0] && !params.every) sampling_write_at_exit();
 }
 

@@ -34,6 +34,9 @@ VALUE sampling_dhat_text(uint32_t min_gcs);
 bool sampling_dhat_path(const char *path);
 void sampling_define_threads(VALUE mSampler);   /* threads.c */
 void sampling_define_memory_split(VALUE mSampler);  /* memory_split.c */
+/* memory_split.c: the line of it every profile's comments carry (no Ruby
+ * call; false when RSS cannot be read). */
+bool sampling_memory_split_text(char *buf, size_t len);
 
 /* sample.c, for other readers: a Sample of the record at index (which
  * the read sees); the retention paths found with it (retention_paths.h's

@@ -22,16 +22,8 @@
  * is seen once: begin, then site() for each, then other(), then end
  * (which keeps the new baseline, or drops it if the pass failed).
  *
- * RUBY_GC_SAMPLING's every= reads one delta every N seconds (periodic.h
- * has the model).  Its clock is a native thread, not a Ruby thread: a
- * Ruby thread sleeping with a timeout showed in Thread.list and counted
- * as alive for the deadlock check (Queue.new.pop hung instead of dying
- * with "No live threads left. Deadlock?").  The native thread keeps
- * absolute deadlines, asks for each build with a postponed job (run with
- * the GVL at a Ruby thread's interrupt check; when every Ruby thread is
- * blocked it wakes the main thread as a signal does, without cutting its
- * sleep or read short), and writes the bytes off the GVL; the delta is
- * built from malloc'd tables and nothing runs on the GC path.
+ * RUBY_GC_SAMPLING's every= reads one delta every N seconds: periodic.h
+ * has its model (the native thread, the build, the write).
  */
 #ifndef SAMPLING_DELTA_H
 #define SAMPLING_DELTA_H

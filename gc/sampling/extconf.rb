@@ -13,6 +13,9 @@ $INCFLAGS << " -I$(topdir)"
 # plain protobuf too).
 have_header("zlib.h") && have_library("z", "deflateInit2_")
 
+# memory_split's malloc in use (glibc 2.33 and later; elsewhere it says 0).
+have_func("mallinfo2", "malloc.h")
+
 # The otel_memory USDT probes (usdt.h) need <sys/sdt.h> (Debian's
 # systemtap-sdt-dev, which tools/install-deps installs); without it the
 # library is built without them, and says so here, once.

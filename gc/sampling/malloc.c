@@ -42,10 +42,10 @@
  * free()): glibc aborts on such a block.  With glibc's blocks, plain
  * free() works; its only cost is that the table keeps the entry until a
  * block at that address is freed or sampled again, which ends the record
- * then (README, Limits).  The filter's bytes count the sampled blocks
- * that map to them (saturating at 255); with the default interval a few
- * hundred live samples set a few hundred of 65,536 bytes, so an unsampled
- * free almost never reaches the lock.
+ * then (docs/malloc-sampling.md#limits).  The filter's bytes count the
+ * sampled blocks that map to them (saturating at 255); with the default
+ * interval a few hundred live samples set a few hundred of 65,536 bytes,
+ * so an unsampled free almost never reaches the lock.
  *
  * Threads.  xmalloc and xfree run with or without the GVL, from any
  * thread.  malloc_lock (a mutex: taken only for sampled blocks and the
@@ -65,6 +65,20 @@
  * reallocated.  In the records' live list a block is its address with
  * the low bit set, which no object has: the end-of-marking check calls it
  * live, compaction leaves it alone, and Sample#object is nil.
+ *
+ * From its host.  Included, this file uses what sampling.c defines
+ * before the include, which no header declares:
+ *   sampler                  .records (applying samples and ends; its
+ *                            .reading, .sites), .params.depth and
+ *                            .scratch (a capture's frames)
+ *   sampling_ractors         a second Ractor exists (malloc_inline_ok)
+ *   clock_now, sampler_now   the allocation clock: a sample's
+ *                            allocated_bytes, a record's end
+ *   sampler_reading_here,    a reader's own block: counted, not recorded
+ *   sampler_reader_samples
+ *   rb_gc_impl_*_default     default.c's four entry points, renamed
+ * and from default.c: rb_objspace_t (profile.count), during_gc,
+ * gc_mark_and_pin, HEAP_COUNT.
  */
 #include <pthread.h>
 #include "blocks.h"
@@ -120,7 +134,8 @@ malloc_count(struct malloc_thread *t, uint64_t bytes)
 {
     if (t->epoch != __atomic_load_n(&malloc_epoch, __ATOMIC_ACQUIRE)) {
         /* a start, stop or clear since this thread last looked: the bytes
-         * it allocated meanwhile are not counted (README, Limits) */
+         * it allocated meanwhile are not counted
+         * (docs/malloc-sampling.md#limits) */
         malloc_thread_reset(t);
     }
     if (!malloc_state.on) {
@@ -556,7 +571,8 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block
     struct sampling_block *b = serial ? malloc_block_move(objspace, from, ptr, serial, now) : NULL;
     bool regrown = b != NULL;   /* announced anew (usdt.h) */
     if (!b) {
-        /* an entry left by a block released with plain free() (README, Limits) */
+        /* an entry left by a block released with plain free()
+         * (docs/malloc-sampling.md#limits) */
         if (malloc_block_find(ptr)) malloc_forget_locked(objspace, ptr, now);
         b = malloc_block_add(ptr);
     }
@@ -785,7 +801,8 @@ malloc_stop(void)
 }
 
 /* stats: the calling thread's bytes since its last point count too;
- * other threads' are counted at their next point (README, Limits). */
+ * other threads' are counted at their next point
+ * (docs/malloc-sampling.md#limits). */
 static void
 malloc_get_stats(struct sampler_stats *stats)
 {

@@ -4,7 +4,8 @@
  *
  *   rss         = heap_pages + malloc_in_use + rest
  *   heap_pages  = slots_in_use + slots_free + heap_overhead
- *   malloc_in_use >= sampled_malloc (an estimate) + malloc_unsampled
+ *   malloc_in_use = sampled_malloc (an estimate) + malloc_unsampled
+ *                   (which holds the profiler's own tables: profiler)
  *
  * Measured: rss (/proc/self/statm), heap_pages and the slots (GC.stat,
  * GC.stat_heap), malloc_in_use (glibc's mallinfo2: every malloc of the
@@ -12,7 +13,8 @@
  * and malloc'd bytes (the running sums of stats).  rest is what no
  * counter names (code, stacks, other mappings; less the pages counted
  * above that are not resident): the unknown part, stated, never hidden.
- * A reader: it allocates Ruby objects, with the GVL.
+ * A reader: it allocates Ruby objects, with the GVL.  Every profile's
+ * comments carry the part that needs no Ruby call (profile.c).
  */
 #include "ruby/ruby.h"
 
@@ -21,7 +23,9 @@
 #include "sampler.h"
 
 #include <fcntl.h>
+#ifdef HAVE_MALLINFO2
 #include <malloc.h>
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +33,21 @@
 #include <unistd.h>
 
 #define SYM(name) ID2SYM(rb_intern(name))
+
+/* GC::INTERNAL_CONSTANTS[:HEAP_PAGE_SIZE], read once at boot */
+static long long heap_page_size;
+
+/* Every malloc of the process in use (glibc's count), 0 where unknown. */
+static long long
+malloc_in_use_bytes(void)
+{
+#ifdef HAVE_MALLINFO2
+    struct mallinfo2 mi = mallinfo2();
+    return (long long)(mi.uordblks + mi.hblkhd);
+#else
+    return 0;
+#endif
+}
 
 static long long
 rss_bytes(void)
@@ -51,15 +70,32 @@ stat_of(VALUE hash, const char *key)
     return NIL_P(v) ? 0 : NUM2LL(v);
 }
 
+/* The line every profile's comments carry (profile.c), from what needs no
+ * Ruby call: RSS, the heap's pages, malloc in use, the sampler's
+ * estimates, the rest.  False when RSS cannot be read. */
+bool
+sampling_memory_split_text(char *buf, size_t len)
+{
+    long long rss = rss_bytes();
+    if (rss < 0) return false;
+    long long heap = (long long)rb_gc_stat(ID2SYM(rb_intern("heap_allocated_pages"))) * heap_page_size;
+    long long in_use = malloc_in_use_bytes();
+    struct sampler_stats s;
+    sampler_get_stats(&s);
+    size_t parts[SAMPLER_MEMORY_PARTS];
+    snprintf(buf, len, "memory (memory_split): RSS %lld = Ruby heap pages %lld + malloc in use %lld (the profiler's own "
+             "%zu) + rest %lld (unknown); estimated live: slots %.0f, malloc %.0f", rss, heap, in_use, sampler_memory(parts),
+             rss - heap - in_use, s.live_space[SAMPLING_LIVE_SLOT], s.live_space[SAMPLING_LIVE_MALLOC]);
+    return true;
+}
+
 /* memory_split => Hash (the model above; :sources says where each comes from) */
 static VALUE
 sampler_memory_split_m(VALUE self)
 {
     VALUE mGC = rb_const_get(rb_cObject, rb_intern("GC"));
     VALUE stat = rb_funcall(mGC, rb_intern("stat"), 0);
-    VALUE consts = rb_const_get(mGC, rb_intern("INTERNAL_CONSTANTS"));
-    long long page = stat_of(consts, "HEAP_PAGE_SIZE");
-    long long heap_pages = stat_of(stat, "heap_allocated_pages") * page;
+    long long heap_pages = stat_of(stat, "heap_allocated_pages") * heap_page_size;
     /* per heap: its slots (eden), the live ones (3.4 has no heap_live_slots a heap: allocated less freed) */
     long long in_use = 0, capacity = 0;
     VALUE heaps = rb_funcall(mGC, rb_intern("stat_heap"), 0);
@@ -72,8 +108,7 @@ sampler_memory_split_m(VALUE self)
         in_use += live * size;
         capacity += stat_of(h, "heap_eden_slots") * size;
     }
-    struct mallinfo2 mi = mallinfo2();
-    long long malloc_in_use = (long long)(mi.uordblks + mi.hblkhd);
+    long long malloc_in_use = malloc_in_use_bytes();
     struct sampler_stats s;
     sampler_get_stats(&s);
     long long sampled_slots = llround(s.live_space[SAMPLING_LIVE_SLOT]), sampled_malloc = llround(s.live_space[SAMPLING_LIVE_MALLOC]);
@@ -86,6 +121,8 @@ sampler_memory_split_m(VALUE self)
     rb_hash_aset(h, SYM("slots_free"), LL2NUM(capacity - in_use));
     rb_hash_aset(h, SYM("heap_overhead"), LL2NUM(heap_pages - capacity));
     rb_hash_aset(h, SYM("malloc_in_use"), LL2NUM(malloc_in_use));
+    size_t parts[SAMPLER_MEMORY_PARTS];
+    rb_hash_aset(h, SYM("profiler"), SIZET2NUM(sampler_memory(parts)));
     rb_hash_aset(h, SYM("sampled_slots"), LL2NUM(sampled_slots));
     rb_hash_aset(h, SYM("sampled_malloc"), LL2NUM(sampled_malloc));
     rb_hash_aset(h, SYM("malloc_unsampled"), LL2NUM(malloc_in_use - sampled_malloc));
@@ -97,6 +134,7 @@ sampler_memory_split_m(VALUE self)
         { "slots_free", "measured: GC.stat_heap, free slots of the pages in use x slot size (fragmentation)" },
         { "heap_overhead", "measured: heap_pages less the slots' bytes (page headers and alignment, empty pages)" },
         { "malloc_in_use", "measured: glibc mallinfo2, every malloc of the process (Ruby's, C extensions')" },
+        { "profiler", "measured: the sampler's own tables (stats[:profiler_bytes]), part of malloc_in_use" },
         { "sampled_slots", "estimate: the sampler's live slot bytes (samples since start)" },
         { "sampled_malloc", "estimate: the sampler's live malloc'd bytes (samples since start)" },
         { "malloc_unsampled", "estimate: malloc_in_use less sampled_malloc (before start, C extensions' own, allocator overhead)" },
@@ -116,4 +154,6 @@ void
 sampling_define_memory_split(VALUE mSampler)
 {
     rb_define_singleton_method(mSampler, "memory_split", sampler_memory_split_m_reader, 0);
+    VALUE mGC = rb_const_get(rb_cObject, rb_intern("GC"));
+    heap_page_size = stat_of(rb_const_get(mGC, rb_intern("INTERNAL_CONSTANTS")), "HEAP_PAGE_SIZE");
 }

@@ -45,8 +45,7 @@ struct pprof_build {
     int view;                       /* enum pprof_view */
     uint8_t *bytes;
     size_t len;
-    uint32_t min_gcs;               /* in-use counts samples that survived this many GCs */
-    const char *why;                /* a comment saying why it was written (the watcher's); NULL */
+    uint32_t min_gcs; const char *why;  /* in-use counts samples that survived min_gcs GCs; why: a comment (watcher's) */
 };
 
 static uint64_t
@@ -277,9 +276,10 @@ pprof_build_body(VALUE arg)
 
     sampling_pprof_header_comments(p, view_names[b->view]);
     if (b->why) pprof_comment(p, b->why);
-    char aged[128];
-    snprintf(aged, sizeof(aged), "min_gcs=%u: inuse_* count only samples that survived at least %u GCs", b->min_gcs, b->min_gcs);
-    if (b->min_gcs) pprof_comment(p, aged);
+    char line[512];
+    if (b->min_gcs && snprintf(line, sizeof(line), "min_gcs=%u: inuse_* count only samples that survived at least %u GCs",
+                               b->min_gcs, b->min_gcs) > 0) pprof_comment(p, line);
+    if (sampling_memory_split_text(line, sizeof(line))) pprof_comment(p, line);     /* where RSS went (memory_split.c) */
 
     switch (b->view) {
       case VIEW_PEAK: pprof_view_peak(b); break;

@@ -61,9 +61,11 @@
 
 #define SAMPLING_NONE UINT32_MAX
 
-/* What a sample is when it is taken, beyond its site: one struct that the
- * record, what a new sample brings (sampling_sample_in) and a Ruby Sample
- * (sample.c) all embed, so a new attribute is one field here. */
+/* What a sample is when it is taken, beyond its site: one struct that
+ * what a new sample brings (sampling_sample_in) and a Ruby Sample
+ * (sample.c) embed, and that a record holds packed (sampling_record_sample
+ * gives it back).  A new attribute starts as a field here: HACKING.md's
+ * "A sample attribute" has the rest. */
 #define SAMPLING_HEAP_MALLOC UINT8_MAX
 struct sampling_sample {
     double weight;          /* estimated bytes this sample stands for */

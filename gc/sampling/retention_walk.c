@@ -30,6 +30,15 @@
  * exists, so no other Ractor runs Ruby code while the graph is read.  It
  * allocates no Ruby object and calls no Ruby method: what it reads stays
  * as it was (no mark bit, no object id, no flag).
+ *
+ * From its host.  Included, this file uses what sampling.c defines
+ * before the include, which no header declares: sampler.records (the
+ * live records, the walk's targets) and sampling_ractors (a second
+ * Ractor exists: the VM barrier first); and from default.c:
+ * rb_objspace_t (heap_pages.sorted), struct heap_page (body,
+ * total_slots), bits_t, HEAP_PAGE_SIZE, HEAP_PAGE_BITMAP_LIMIT,
+ * BITMAP_INDEX, BITMAP_OFFSET, finalizer_table, during_gc,
+ * is_incremental_marking.
  */
 
 void rb_objspace_reachable_objects_from(VALUE obj, void (func)(VALUE, void *), void *data);

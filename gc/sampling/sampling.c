@@ -766,7 +766,7 @@ sampler_init(void)
  * what the caches counted and have not yet added to it (ruby_version.h).
  * Other Ractors' pending counts are read without their lock: with several
  * Ractors allocating the sum can be a few objects short, as the heap totals
- * themselves can (README, Limits). */
+ * themselves can (docs/limits.md#threads-and-ractors). */
 #if SAMPLING_CACHE_COUNTS
 static void
 cache_pending_i(void *c, void *data)

@@ -26,7 +26,7 @@
 #define WATCH_POLL_MIN_NS (10 * 1000 * 1000ULL)
 #define WATCH_POLL_MAX_NS (100 * 1000 * 1000ULL)
 #define WATCH_RATE 4        /* bytes a nanosecond: 4 GB/s, more than a Ruby thread writes fresh memory */
-#define WATCH_WHY 704       /* a reason's bytes at most (a cgroup's path in it) */
+#define WATCH_WHY 832       /* a reason's bytes at most (a cgroup's path in it) */
 
 struct sampling_watch {
     struct sampling_params settings;    /* limit, limit_at, grow, max_files */
@@ -35,7 +35,14 @@ struct sampling_watch {
     uint64_t high;                      /* grow=: the live estimate at the last file */
     uint32_t files;                     /* written so far */
     uint64_t poll_ns;                   /* until the next poll */
+    uint32_t polls;                     /* since open */
+    bool limit_seen;                    /* limit=auto: a limit was read at least once */
 };
+
+/* limit=auto with no limit read in this many polls (about 2 s: a
+ * supervisor may move the process into its cgroup, or set the limit,
+ * just after it starts) prints one warning. */
+#define WATCH_NO_LIMIT_POLLS 20
 
 /* Starts watching what settings say (files counted from 0), closing
  * what was open; one warning on stderr when the limit cannot be watched
@@ -43,8 +50,9 @@ struct sampling_watch {
 void sampling_watch_open(struct sampling_watch *w, const struct sampling_params *settings);
 void sampling_watch_close(struct sampling_watch *w);
 
-/* One poll, given the live estimate's high: true when a file is due,
- * with why (a profile comment).  Sets w->poll_ns. */
+/* One poll, given the live estimate's high (the peak's): true when a
+ * file is due, with why (a profile comment; the limit's names the peak
+ * too).  Sets w->poll_ns. */
 bool sampling_watch_poll(struct sampling_watch *w, uint64_t live_high, char *why, size_t whylen);
 
 /* A due file was written (counts toward max_files). */

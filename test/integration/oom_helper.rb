@@ -30,15 +30,18 @@ module OomHelper
     end
   RUBY
 
-  # [dir, kind] of a new memory cgroup limited to LIMIT (swap none), or skip.
-  def make_cgroup
+  # [dir, kind] of a new memory cgroup limited to limit (swap none; nil:
+  # no limit of its own), or skip.
+  def make_cgroup(limit: LIMIT)
     skip "needs root to create a memory cgroup (uid #{Process.uid})" unless Process.uid.zero?
     name = "sampling-oom-test-#{$$}"
     if File.exist?("/sys/fs/cgroup/memory/memory.limit_in_bytes")
       dir = "/sys/fs/cgroup/memory/#{name}"
       Dir.mkdir(dir)
-      File.write("#{dir}/memory.limit_in_bytes", LIMIT.to_s)
-      File.write("#{dir}/memory.memsw.limit_in_bytes", LIMIT.to_s) if File.exist?("#{dir}/memory.memsw.limit_in_bytes")
+      if limit
+        File.write("#{dir}/memory.limit_in_bytes", limit.to_s)
+        File.write("#{dir}/memory.memsw.limit_in_bytes", limit.to_s) if File.exist?("#{dir}/memory.memsw.limit_in_bytes")
+      end
       File.write("#{dir}/memory.swappiness", "0") if File.exist?("#{dir}/memory.swappiness")
       [dir, :v1]
     elsif File.exist?("/sys/fs/cgroup/cgroup.controllers") &&
@@ -50,7 +53,7 @@ module OomHelper
       end
       dir = "/sys/fs/cgroup/#{name}"
       Dir.mkdir(dir)
-      File.write("#{dir}/memory.max", LIMIT.to_s)
+      File.write("#{dir}/memory.max", limit.to_s) if limit
       File.write("#{dir}/memory.swap.max", "0") if File.exist?("#{dir}/memory.swap.max")
       [dir, :v2]
     else
@@ -59,6 +62,14 @@ module OomHelper
   rescue SystemCallError => e
     Dir.rmdir(dir) if dir && File.directory?(dir)
     skip "cannot create a memory cgroup: #{e.message}"
+  end
+
+  # Runs code (with the PRELUDE) in a child inside cgroup under
+  # RUBY_GC_SAMPLING=setting; [stdout, stderr, status].
+  def run_in_cgroup(cgroup, setting, code)
+    Open3.capture3({ "RUBY_GC_LIBRARY" => SamplingTestHelper::GC_LIBRARY, "RUBY_GC_SAMPLING" => setting },
+                   "/bin/sh", "-c", "echo $$ > #{cgroup}/cgroup.procs && exec \"$0\" -e \"$1\"",
+                   SamplingTestHelper::RUBY, PRELUDE + code)
   end
 
   # (the child is dead: the cgroup is empty, or soon)
@@ -99,6 +110,7 @@ module OomHelper
     assert status.signaled?, "killed by a signal (#{status.inspect}); stderr: #{stderr}"
     assert_equal Signal.list["KILL"], status.termsig
     assert_equal 1, oom_kills(cgroup, kind), "the kernel's OOM killer killed it"
+    assert_equal "", stderr, "no warning (a limit was found in time)"
     files = Dir.children(dir) - ["stderr"]
     assert_equal ["heap-#{pid}-1.pb.gz"], files, "one profile, whole (no temporary file); stderr: #{stderr}"
     path = File.join(dir, files[0])

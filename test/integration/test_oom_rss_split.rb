@@ -6,23 +6,28 @@
 # are not negative; the unknown part (rest) is under a quarter of RSS;
 # the sampler's estimate of live slot bytes is within 20% of what the
 # heap counts (about 700 samples: 20% is over 5 sigma); every figure
-# says where it comes from, and the estimates say they are.
+# says where it comes from, and the estimates say they are.  Every
+# profile's comments carry the split's first line, which adds up too.
 require_relative "helper"
 
 class TestOomRssSplit < Minitest::Test
+  include PprofHelper
+
   SCRIPT = <<~'RUBY'
     require "prism"
     kept = []
     Dir[File.join(ARGV[0], "lib", "**", "*.rb")].sort.each { |f| kept << Prism.parse_file(f); kept.shift if kept.size > 200 }
     GC.start
     m = ObjectSpace::AllocationSampler.memory_split
+    ObjectSpace::AllocationSampler.write_pprof(ARGV[1])
     p m
   RUBY
 
   def test_parts_add_up_on_the_demo
     skip "no Ruby source tree (SAMPLING_TEST_RUBY_SRC)" unless RUBY_SRC && File.directory?(File.join(RUBY_SRC, "lib"))
+    profile = File.join(Dir.mktmpdir, "split.pb.gz")
     out, err, status = Open3.capture3({ "RUBY_GC_LIBRARY" => GC_LIBRARY, "RUBY_GC_SAMPLING" => "interval=64k,seed=1" },
-                                      RUBY, "-e", SCRIPT, RUBY_SRC)
+                                      RUBY, "-e", SCRIPT, RUBY_SRC, profile)
     assert status.success?, err
     m = eval(out)     # (a Hash of Integers and Strings, printed by p)
     assert_equal m[:rss], m[:heap_pages] + m[:malloc_in_use] + m[:rest], m.inspect
@@ -35,5 +40,15 @@ class TestOomRssSplit < Minitest::Test
     assert_equal m.keys - [:sources], m[:sources].keys
     m[:sources].each { |k, text| assert_match(/\A(measured|estimate|unknown): /, text, k) }
     %i[sampled_slots sampled_malloc malloc_unsampled].each { |k| assert_match(/\Aestimate: /, m[:sources][k]) }
+    assert_operator m[:profiler], :<=, m[:malloc_in_use]
+
+    line = pprof("-comments", profile)[/^memory \(memory_split\): .*$/] or flunk("no memory_split comment")
+    parts = line.match(/RSS (\d+) = Ruby heap pages (\d+) \+ malloc in use (\d+) \(the profiler's own \d+\) \+ rest (-?\d+) \(unknown\); estimated live: slots \d+, malloc \d+/)
+    assert parts, line
+    rss, heap, malloc, rest = parts.captures.map(&:to_i)
+    assert_equal rss, heap + malloc + rest, line
+    assert_operator heap, :>, 0
+  ensure
+    FileUtils.rm_rf(File.dirname(profile)) if profile
   end
 end
