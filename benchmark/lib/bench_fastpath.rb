@@ -109,9 +109,13 @@ def build_reference
     #include "shared_object.h"
     #include "gc/default/default.c"
   C
+  # 4.1's default.c includes yjit.h, hence vm_core.h and its generated
+  # id.h (and probes.h): in the source tree of a tarball, in the build
+  # tree (the project's layout: src/ruby beside obj) of a git checkout.
+  gen = [SRC, File.join(File.dirname(File.dirname(SRC)), "obj")].find { File.exist?(File.join(_1, "id.h")) }
   File.write(File.join(dir, "extconf.rb"), <<~RUBY)
     require "mkmf"
-    $INCFLAGS << " -I#{SRC} -I#{SAMPLING_SRC}"
+    $INCFLAGS << " -I#{SRC} -I#{SAMPLING_SRC}#{" -I#{gen}" if gen && gen != SRC}"
     $CPPFLAGS << " -DBUILDING_MODULAR_GC"
     append_cflags("-fPIC")
     append_cflags("-fno-semantic-interposition")  # as gc/sampling/extconf.rb

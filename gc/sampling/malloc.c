@@ -72,6 +72,8 @@
  *                            .reading, .sites), .params.depth and
  *                            .scratch (a capture's frames)
  *   sampling_ractors         a second Ractor exists (malloc_inline_ok)
+ *   sampler_objspace         the objspace whose clock and GC count a
+ *                            record takes (4.1: the main Ractor's)
  *   clock_now, sampler_now   the allocation clock: a sample's
  *                            allocated_bytes, a record's end
  *   sampler_reading_here,    a reader's own block: counted, not recorded

@@ -33,12 +33,13 @@
  *
  * From its host.  Included, this file uses what sampling.c defines
  * before the include, which no header declares: sampler.records (the
- * live records, the walk's targets) and sampling_ractors (a second
- * Ractor exists: the VM barrier first); and from default.c:
- * rb_objspace_t (heap_pages.sorted), struct heap_page (body,
- * total_slots), bits_t, HEAP_PAGE_SIZE, HEAP_PAGE_BITMAP_LIMIT,
- * BITMAP_INDEX, BITMAP_OFFSET, finalizer_table, during_gc,
- * is_incremental_marking.
+ * live records, the walk's targets), sampling_ractors (a second
+ * Ractor exists: the VM barrier first) and sampler_objspace (the heap
+ * walked: 4.1's main Ractor's); and from default.c: rb_objspace_t
+ * (heap_pages.sorted), struct heap_page (body, total_slots), bits_t,
+ * HEAP_PAGE_SIZE, HEAP_PAGE_BITMAP_LIMIT, finalizer_table, during_gc,
+ * is_incremental_marking, 4.1's global_objspace (its page index); and
+ * ruby_version.h's SAMPLING_BITMAP_INDEX and _OFFSET.
  */
 
 void rb_objspace_reachable_objects_from(VALUE obj, void (func)(VALUE, void *), void *data);
@@ -257,8 +258,15 @@ sampler_retention_walk(struct retention *r, size_t max_nodes, uint64_t limit, ui
     if (sampling_ractors) rb_gc_vm_barrier();
 
     struct walk w = { 0 };
+#if SAMPLING_POINT_ON_CURSOR
+    /* every Ractor's objspace's pages, by body address (the world is
+     * stopped when there are Ractors: default.c's global page index) */
+    w.pages = global_objspace->page_index.pages;
+    w.npages = global_objspace->page_index.n_pages;
+#else
     w.pages = rb_darray_ref(objspace->heap_pages.sorted, 0);
     w.npages = rb_darray_size(objspace->heap_pages.sorted);
+#endif
     w.bits = calloc(w.npages ? w.npages * HEAP_PAGE_BITMAP_LIMIT : 1, sizeof(bits_t));
     w.r = r;
     uintptr_t *targets = NULL;
