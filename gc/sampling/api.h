@@ -16,7 +16,7 @@ void sampling_define_sample(VALUE mSampler);    /* sample.c */
 void sampling_define_profile(VALUE mSampler);   /* profile.c */
 void sampling_define_report(VALUE mSampler);    /* report.c */
 void sampling_define_labels(VALUE mSampler);    /* labels_api.c */
-void sampling_define_delta(VALUE mSampler);     /* delta.c */
+void sampling_define_delta(VALUE mSampler);     /* delta_api.c */
 void sampling_define_timeline(VALUE mSampler);  /* timeline_api.c */
 
 /* The timeline as CSV text, and where it goes beside a profile at exit

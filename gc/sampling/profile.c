@@ -359,7 +359,7 @@ view_arg(VALUE view)
     rb_raise(rb_eArgError, "view must be :allocations, :peak or :retention, or :heap (got %"PRIsVALUE")", rb_inspect(view));
 }
 
-/* A Delta's profile (delta.c): view: :allocations (the default) or :heap. */
+/* A Delta's profile (delta_api.c): view: :allocations (the default) or :heap. */
 VALUE
 sampling_pprof_delta_bytes(struct sampling_delta *delta, VALUE view, VALUE min_gcs)
 {
