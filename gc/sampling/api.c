@@ -5,7 +5,7 @@
  * part first).  The readers live below it: sample.c (Sample, samples,
  * each_sample), profile.c (write_pprof, pprof), out.c (out=, the profile
  * at exit), report.c (report, write_collapsed), labels_api.c
- * (with_labels), delta.c (Delta), periodic.c (every=, the watcher).
+ * (with_labels), delta_api.c (Delta), periodic.c (every=, the watcher).
  *
  * Every argument is checked before anything changes: a call that raises
  * ArgumentError (naming the argument and its accepted range) leaves the

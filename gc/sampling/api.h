@@ -9,14 +9,12 @@
 #include "ruby/ruby.h"
 #include "ruby/st.h"
 
-struct sampling_names;
-
 /* Each reader file defines its methods on the module. */
 void sampling_define_sample(VALUE mSampler);    /* sample.c */
 void sampling_define_profile(VALUE mSampler);   /* profile.c */
 void sampling_define_report(VALUE mSampler);    /* report.c */
 void sampling_define_labels(VALUE mSampler);    /* labels_api.c */
-void sampling_define_delta(VALUE mSampler);     /* delta.c */
+void sampling_define_delta(VALUE mSampler);     /* delta_api.c */
 void sampling_define_timeline(VALUE mSampler);  /* timeline_api.c */
 
 /* The timeline as CSV text, and where it goes beside a profile at exit
@@ -47,22 +45,6 @@ VALUE sampling_sample_new(struct read *rd, size_t index);
 void sampling_sample_set_path(VALUE sample, VALUE paths, uint32_t node);
 VALUE sampling_sample_path(VALUE sample, uint32_t *node);
 void sampling_sample_record(VALUE sample, uint32_t *index, uint64_t *seq);
-
-/* profile.c, for other profile views: a site's pprof location ids and
- * class name (read_site's conversion: arg is the struct pprof; free with
- * sampling_pprof_free_ids), its label set as pprof labels, and the
- * profile comment every view starts with. */
-struct pprof;
-struct pprof_label;
-struct sampling_site_ids {
-    uint64_t klass;
-    uint32_t n;
-    uint64_t ids[];
-};
-st_data_t sampling_pprof_site_ids(const struct sampling_names *names, void *pprof);
-void sampling_pprof_free_ids(st_data_t ids);
-size_t sampling_pprof_set_labels(struct pprof *p, uint32_t id, struct pprof_label *out);
-void sampling_pprof_header_comments(struct pprof *p, const char *view);
 
 /* retention_view.c: the retention view's pprof, and the rows of
  * retention_report ([stats, [[path (shown), weight, [class name,

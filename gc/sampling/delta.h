@@ -54,6 +54,9 @@ void sampling_delta_site(struct sampling_delta *d, const struct sampling_stack *
 /* Same for <other sites>; returns whether the delta holds anything. */
 bool sampling_delta_other(struct sampling_delta *d, struct site_values *sv);
 void sampling_delta_end(struct sampling_delta *d);
+/* Frees the baseline's tables (not d); the bytes they hold. */
+void sampling_delta_release(struct sampling_delta *d);
+size_t sampling_delta_memsize(const struct sampling_delta *d);
 
 /* profile.c: the profile, with alloc_* since the delta's last read (NULL:
  * since start); sampling_pprof_bytes's in-use values follow

@@ -18,6 +18,7 @@
 #include "retention_paths.h"
 #include "retention_read.h"
 #include "sampler.h"
+#include "views.h"
 
 #include <math.h>
 #include <stdio.h>
