@@ -155,6 +155,8 @@ struct rb_heap_struct;
 static NOINLINE(VALUE sampling_take(void *objspace, struct rb_heap_struct *heap, size_t heap_idx,
                                     VALUE klass, VALUE flags));
 static NOINLINE(void sampling_region_set(void *objspace, struct rb_heap_struct *heap, size_t heap_idx));
+static NOINLINE(VALUE sampling_region_advanced(void *objspace, struct rb_heap_struct *heap, size_t heap_idx,
+                                               VALUE klass, VALUE flags));
 static void sampling_state_clear(void *objspace, struct rb_heap_struct *heap);
 static void sampling_objspace_absorb(void *dst, void *src);
 ALWAYS_INLINE(static VALUE hook_alloc_cursor_end(struct rb_objspace *objspace, struct rb_heap_struct *heap,
@@ -170,7 +172,10 @@ ALWAYS_INLINE(static void hook_alloc_state_clear(struct rb_objspace *objspace, s
     uintptr_t sampling_end; \
     struct sample_point sample_point; \
     uint64_t sampling_epoch; \
-    size_t sampling_base, sampling_moved, sampling_at_marks;
+    size_t sampling_base, sampling_moved, sampling_at_marks; \
+    uintptr_t sampling_pad;
+/* (the pad makes a heap 256 bytes: the fast path finds heaps[i] with one
+ * shift, where default.c's 176 take a few instructions; checked below) */
 /* (objspace, heap, heap_idx GC_HOOK_NEWOBJ_ARGS) */
 #define GC_HOOK_ALLOC_CURSOR_END(...) hook_alloc_cursor_end(__VA_ARGS__)
 #define GC_HOOK_ALLOC_REGION_SET(objspace, heap, heap_idx) hook_alloc_region_set((objspace), (heap), (heap_idx))
@@ -287,6 +292,9 @@ void rb_gc_impl_free_default(void *objspace_ptr, void *ptr, size_t old_size);
 /* (4.1 has no Ractor cache: the functions shared with 4.0 that take one
  * get NULL, and SAMPLING_CACHE_PENDING is 0) */
 typedef void rb_ractor_newobj_cache_t;
+# ifndef SAMPLING_PHASES
+STATIC_ASSERT(heap_size, sizeof(rb_heap_t) == 256);
+# endif
 #else
 STATIC_ASSERT(free_slot_layout, sizeof(struct free_slot) == sizeof(struct sample_point_slot) &&
               offsetof(struct free_slot, next) == offsetof(struct sample_point_slot, next));
@@ -304,8 +312,12 @@ hook_alloc_cursor_end(rb_objspace_t *objspace, rb_heap_t *heap, size_t heap_idx,
     if (RB_LIKELY(heap->sampling_end == 0)) return Qundef;
     /* the end was lowered to a point: the slot at the cursor is a sample
      * (or Qfalse, none yet: the marking step's budget ran out, and
-     * default.c takes a marking step and asks again) */
-    return sampling_take(objspace, heap, heap_idx, klass, flags);
+     * default.c takes a marking step and asks again).  Never Qundef:
+     * said so, or the compiler would keep this path's values in saved
+     * registers for default.c's code after it, on every allocation. */
+    VALUE slot = sampling_take(objspace, heap, heap_idx, klass, flags);
+    if (slot == Qundef) __builtin_unreachable();
+    return slot;
 }
 
 /* GC_HOOK_ALLOC_REGION_SET: heap's cursor was set to a new page's first
@@ -325,14 +337,12 @@ hook_alloc_region_advanced(rb_objspace_t *objspace, rb_heap_t *heap, size_t heap
 {
     /* sampling off: the region is left whole, its first slot handed out */
     if (RB_LIKELY(!sampling_on)) return Qundef;
-    sampling_region_set(objspace, heap, heap_idx);
-    /* the point on that first slot: the end is lowered to the cursor, and
-     * the slot is the sample (or Qfalse: none yet, as at the end) */
-    if (RB_UNLIKELY(heap->newobj.alloc_cursor >= heap->newobj.alloc_cursor_end)) {
-        return sampling_take(objspace, heap, heap_idx, klass, flags);
-    }
-    /* otherwise the slot comes from the region as usual */
-    return Qundef;
+    /* sampling: the point is placed, and the first slot handed out there
+     * (the sample, if the point is on it), out of line and never Qundef,
+     * as at the cursor's end */
+    VALUE slot = sampling_region_advanced(objspace, heap, heap_idx, klass, flags);
+    if (slot == Qundef) __builtin_unreachable();
+    return slot;
 }
 
 /* GC_HOOK_ALLOC_STATE_CLEAR: heap's region is about to go back to its
@@ -1058,11 +1068,13 @@ heap_place(rb_heap_t *heap, size_t heap_idx)
     SAMPLING_ASSERT(heap->sampling_end == 0);
     uintptr_t cursor = heap->newobj.alloc_cursor, end = heap->newobj.alloc_cursor_end;
     if (cursor >= end) return;
-    size_t size = slot_bytes(heap_idx);
-    size_t n = sample_point_limit(&heap->sample_point, 0, (end - cursor) / size, size);
+    /* (the cursor steps by the pool's slot, the bytes are the object's:
+     * the same unless RVALUE_OVERHEAD) */
+    size_t stride = pool_slot_sizes[heap_idx];
+    size_t n = sample_point_limit(&heap->sample_point, 0, (end - cursor) / stride, slot_bytes(heap_idx));
     if (heap->sample_point.countdown > 0) return;   /* the point is further on */
     heap->sampling_end = end;
-    heap->newobj.alloc_cursor_end = cursor + (n - 1) * size;
+    heap->newobj.alloc_cursor_end = cursor + (n - 1) * stride;
 }
 
 /* The end made whole, and the slots charged and not allocated credited
@@ -1071,13 +1083,38 @@ static void
 heap_unplace(rb_heap_t *heap, size_t heap_idx)
 {
     uintptr_t cursor = heap->newobj.alloc_cursor, end = heap->newobj.alloc_cursor_end;
-    size_t size = slot_bytes(heap_idx);
+    size_t stride = pool_slot_sizes[heap_idx];
     if (heap->sampling_end) {
-        end += size;    /* S was charged */
+        end += stride;  /* S was charged */
         heap->newobj.alloc_cursor_end = heap->sampling_end;
         heap->sampling_end = 0;
     }
-    if (cursor < end) heap->sample_point.countdown += (int64_t)(end - cursor);
+    if (cursor < end) heap->sample_point.countdown += (int64_t)((end - cursor) / stride * slot_bytes(heap_idx));
+}
+
+/* heap_alloc_slot's allocation at the cursor, as default.c makes it:
+ * the marking step's budget first (false: spent, no slot now), then the
+ * bump and the count. */
+static inline bool
+heap_step_allows(rb_objspace_t *objspace)
+{
+    if (!is_incremental_marking(objspace)) return true;
+    if (objspace->incremental_mark_step_allocated_slots >= INCREMENTAL_MARK_STEP_ALLOCATIONS) return false;
+    objspace->incremental_mark_step_allocated_slots++;
+    return true;
+}
+
+static inline VALUE
+heap_bump(rb_heap_t *heap, size_t heap_idx)
+{
+    VALUE obj = (VALUE)heap->newobj.alloc_cursor;
+    rb_asan_unpoison_object(obj, true);
+    heap->newobj.alloc_cursor = obj + pool_slot_sizes[heap_idx];
+    heap->total_allocated_objects++;
+#if RGENGC_CHECK_MODE
+    MEMZERO((char *)obj, char, heap_slot_size(heap_idx));
+#endif
+    return obj;
 }
 
 static void
@@ -1107,21 +1144,11 @@ __attribute__((flatten)) static VALUE
 sampling_take(void *objspace_ptr, rb_heap_t *heap, size_t heap_idx, VALUE klass, VALUE flags)
 {
     rb_objspace_t *objspace = objspace_ptr;
-    if (is_incremental_marking(objspace)) {
-        if (objspace->incremental_mark_step_allocated_slots >= INCREMENTAL_MARK_STEP_ALLOCATIONS) return Qfalse;
-        objspace->incremental_mark_step_allocated_slots++;
-    }
+    if (!heap_step_allows(objspace)) return Qfalse;
     SAMPLING_PHASE_START(t0);
-    size_t size = slot_bytes(heap_idx);
-    VALUE obj = (VALUE)heap->newobj.alloc_cursor;
     heap->newobj.alloc_cursor_end = heap->sampling_end;
     heap->sampling_end = 0;
-    rb_asan_unpoison_object(obj, true);
-    heap->newobj.alloc_cursor = obj + size;
-    heap->total_allocated_objects++;
-#if RGENGC_CHECK_MODE
-    MEMZERO((char *)obj, char, heap_slot_size(heap_idx));
-#endif
+    VALUE obj = heap_bump(heap, heap_idx);
     /* the draws are the sampler's (a start, stop or clear made every end
      * whole, under the barrier: this point is the running start's) */
     unsigned int lev = 0;
@@ -1134,6 +1161,22 @@ sampling_take(void *objspace_ptr, rb_heap_t *heap, size_t heap_idx, VALUE klass,
     SAMPLING_PHASE_START(t1);
     SAMPLING_PHASE_END(SAMPLING_PHASE_CLOCK, t1);
     return obj;
+}
+
+/* heap_alloc_slot moved to the next region: the point is placed, and
+ * the region's first slot handed out, as the sample if the point is on
+ * it (Qfalse: the marking step's budget is spent, as default.c would
+ * find it). */
+static VALUE
+sampling_region_advanced(void *objspace_ptr, rb_heap_t *heap, size_t heap_idx, VALUE klass, VALUE flags)
+{
+    rb_objspace_t *objspace = objspace_ptr;
+    sampling_region_set(objspace, heap, heap_idx);
+    if (heap->newobj.alloc_cursor >= heap->newobj.alloc_cursor_end) {
+        return sampling_take(objspace, heap, heap_idx, klass, flags);
+    }
+    if (!heap_step_allows(objspace)) return Qfalse;
+    return heap_bump(heap, heap_idx);
 }
 
 /* A dead Ractor's heaps move into dst with their allocation counts:
