@@ -1,5 +1,6 @@
 /*
- * dhat_api.h: the DHAT file for the files out= writes (out.c).
+ * dhat_api.h: the DHAT file for out= (out.c), and whether a name is one
+ * (out.c; api.c, whose start refuses one with limit: or grow:).
  */
 #ifndef SAMPLING_DHAT_API_H
 #define SAMPLING_DHAT_API_H
