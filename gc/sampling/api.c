@@ -15,6 +15,9 @@
 #include "ruby/ruby.h"
 
 #include "api.h"
+#include "dhat_api.h"
+#include "out.h"
+#include "periodic.h"
 #include "config.h"
 #include "labels_fiber.h"
 #include "read.h"

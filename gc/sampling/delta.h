@@ -58,14 +58,4 @@ void sampling_delta_end(struct sampling_delta *d);
 void sampling_delta_release(struct sampling_delta *d);
 size_t sampling_delta_memsize(const struct sampling_delta *d);
 
-/* profile.c: the profile, with alloc_* since the delta's last read (NULL:
- * since start); sampling_pprof_bytes's in-use values follow
- * RUBY_GC_SAMPLING's min_gcs=, a Delta's its min_gcs: (Qundef: 0). */
-VALUE sampling_pprof_bytes(struct sampling_delta *delta);
-VALUE sampling_pprof_delta_bytes(struct sampling_delta *delta, VALUE view, VALUE min_gcs);
-/* The allocations view in malloc'd bytes (the caller frees them), for a
- * writer that holds no Ruby object (periodic.c); with why (a comment),
- * the watcher's in-use profile (inuse_space shown first; docs/oom.md). */
-void sampling_pprof_malloced(struct sampling_delta *delta, const char *why, uint8_t **bytes, size_t *len);
-
 #endif

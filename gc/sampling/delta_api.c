@@ -15,6 +15,8 @@
 
 #include "api.h"
 #include "delta.h"
+#include "profile.h"
+#include "write.h"
 #include "read.h"
 #include "sampler.h"
 

@@ -30,6 +30,8 @@
 #include "ruby/ruby.h"
 
 #include "api.h"
+#include "dhat_api.h"
+#include "write.h"
 #include "dhat.h"
 #include "labels_fiber.h"
 #include "read.h"

@@ -12,6 +12,7 @@
 #include "ruby/encoding.h"
 
 #include "api.h"
+#include "labels_api.h"
 #include "labels_fiber.h"
 
 #include <stdlib.h>

@@ -19,6 +19,7 @@
 #include "ruby/ruby.h"
 
 #include "api.h"
+#include "memory_split.h"
 #include "read.h"
 #include "sampler.h"
 

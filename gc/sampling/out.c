@@ -22,9 +22,12 @@
  */
 #include "ruby/ruby.h"
 
-#include "api.h"
+#include "dhat_api.h"
+#include "out.h"
+#include "profile.h"
+#include "timeline_api.h"
+#include "write.h"
 #include "config.h"
-#include "delta.h"
 #include "sampler.h"
 
 #include <errno.h>

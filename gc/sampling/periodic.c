@@ -6,10 +6,11 @@
 #include "vm_core.h"
 #include "ruby/debug.h"
 
-#include "api.h"
 #include "config.h"
 #include "delta.h"
+#include "out.h"
 #include "periodic.h"
+#include "profile.h"
 #include "sampler.h"
 #include "timeline.h"
 #include "watch.h"

@@ -66,8 +66,15 @@
 #ifndef SAMPLING_PERIODIC_H
 #define SAMPLING_PERIODIC_H
 
-/* api.h declares the two entry points: sampling_api_booted (from
- * rb_gc_impl_set_params, api.c) and sampling_periodic_after_fork (from
- * rb_gc_impl_after_fork, api.c). */
+/* RUBY_GC_SAMPLING's every=: starts the writer of delta files once the
+ * VM can run threads, and again in a forked child (periodic.c; called
+ * from api.c's rb_gc_impl_set_params and _after_fork). */
+void sampling_api_booted(void);
+void sampling_periodic_after_fork(void);
+
+/* start(limit:, grow:, out:, ...): the watcher takes params's settings
+ * (periodic.c). */
+struct sampling_params;
+void sampling_watch_configure(const struct sampling_params *params);
 
 #endif

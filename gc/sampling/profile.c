@@ -5,16 +5,20 @@
  */
 #include "ruby/ruby.h"
 
+#include "addresses.h"
 #include "api.h"
 #include "config.h"
 #include "delta.h"
 #include "labels_fiber.h"
-#include "addresses.h"
+#include "memory_split.h"
 #include "pprof.h"
+#include "profile.h"
 #include "read.h"
 #include "retention.h"
+#include "retention_view.h"
 #include "sampler.h"
 #include "views.h"
+#include "write.h"
 
 #include <math.h>
 #include <stdio.h>

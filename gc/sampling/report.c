@@ -6,6 +6,8 @@
 #include "ruby/ruby.h"
 
 #include "api.h"
+#include "labels_api.h"
+#include "write.h"
 #include "read.h"
 #include "sampler.h"
 

@@ -17,6 +17,8 @@
 #include "ruby/ruby.h"
 
 #include "api.h"
+#include "retention_view.h"
+#include "sample.h"
 #include "read.h"
 #include "retention.h"
 #include "retention_paths.h"

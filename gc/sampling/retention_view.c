@@ -9,7 +9,7 @@
 #include "ruby/ruby.h"
 #include "ruby/st.h"
 
-#include "api.h"
+#include "retention_view.h"
 #include "addresses.h"
 #include "labels.h"
 #include "pprof.h"

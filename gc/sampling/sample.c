@@ -13,6 +13,8 @@
 #include <inttypes.h>
 
 #include "api.h"
+#include "labels_api.h"
+#include "sample.h"
 #include "read.h"
 #include "sampler.h"
 

@@ -8,6 +8,8 @@
 #include "ruby/ruby.h"
 
 #include "api.h"
+#include "timeline_api.h"
+#include "write.h"
 #include "read.h"
 #include "sampler.h"
 

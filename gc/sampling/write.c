@@ -7,7 +7,7 @@
  */
 #include "ruby/ruby.h"
 
-#include "api.h"
+#include "write.h"
 #include "read.h"
 
 /* Writes bytes to path_or_io: an IO (anything with #write, even one that
