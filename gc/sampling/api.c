@@ -24,6 +24,7 @@
 #include "sampler.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -103,7 +104,7 @@ arg_out(VALUE v, struct sampling_params *params)
 /* start(interval: 524_288, mode: :poisson, depth: 128, seed: nil, max_samples: 100_000, malloc: true,
  *       limit: nil, limit_at: 0.9, grow: nil, max_files: 16, min_gcs: 0, out: nil) */
 static VALUE
-sampler_start_m(int argc, VALUE *argv, VALUE self)
+allocation_sampler_start_m(int argc, VALUE *argv, VALUE self)
 {
     VALUE opts = Qnil;
     rb_scan_args(argc, argv, "0:", &opts);
@@ -170,19 +171,19 @@ sampler_start_m(int argc, VALUE *argv, VALUE self)
 }
 
 static VALUE
-sampler_stop_m(VALUE self)
+allocation_sampler_stop_m(VALUE self)
 {
     return sampler_stop() ? Qtrue : Qfalse;
 }
 
 static VALUE
-sampler_enabled_m(VALUE self)
+allocation_sampler_enabled_m(VALUE self)
 {
     return sampler_enabled() ? Qtrue : Qfalse;
 }
 
 static VALUE
-sampler_clear_m(VALUE self)
+allocation_sampler_clear_m(VALUE self)
 {
     sampler_clear();
     return Qnil;
@@ -196,64 +197,122 @@ mode_symbol(enum sampling_mode mode)
 
 #define SYM(name) ID2SYM(rb_intern(name))
 
-static VALUE
-sampler_stats_m(VALUE self)
-{
+/* What stats reads: the sampler's counters, the label sets' and the
+ * profiler's memory. */
+struct stats_read {
     struct sampler_stats s;
-    sampler_get_stats(&s);
-    VALUE h = rb_hash_new();
-    rb_hash_aset(h, SYM("enabled"), s.enabled ? Qtrue : Qfalse);
-    rb_hash_aset(h, SYM("interval"), ULL2NUM(s.interval));
-    rb_hash_aset(h, SYM("mode"), mode_symbol(s.mode));
-    rb_hash_aset(h, SYM("depth"), UINT2NUM(s.depth));
-    rb_hash_aset(h, SYM("max_samples"), SIZET2NUM(s.max_samples));
-    rb_hash_aset(h, SYM("samples"), ULL2NUM(s.samples));
-    rb_hash_aset(h, SYM("live"), ULL2NUM(s.live));
-    rb_hash_aset(h, SYM("dropped"), ULL2NUM(s.dropped));
-    rb_hash_aset(h, SYM("evicted"), ULL2NUM(s.evicted));
-    rb_hash_aset(h, SYM("records"), ULL2NUM(s.records));
-    rb_hash_aset(h, SYM("sites"), ULL2NUM(s.sites));
-    rb_hash_aset(h, SYM("folded"), ULL2NUM(s.folded));
-    rb_hash_aset(h, SYM("named"), ULL2NUM(s.named));
-    rb_hash_aset(h, SYM("allocated_bytes"), ULL2NUM(s.allocated_bytes));
-    rb_hash_aset(h, SYM("malloc"), s.malloc ? Qtrue : Qfalse);
-    rb_hash_aset(h, SYM("malloc_allocated_bytes"), ULL2NUM(s.malloc_allocated_bytes));
-    rb_hash_aset(h, SYM("malloc_samples"), ULL2NUM(s.malloc_samples));
-    rb_hash_aset(h, SYM("malloc_points"), ULL2NUM(s.malloc_points));
-    rb_hash_aset(h, SYM("live_slot_bytes"), LL2NUM(llround(s.live_space[SAMPLING_LIVE_SLOT])));
-    rb_hash_aset(h, SYM("live_malloc_bytes"), LL2NUM(llround(s.live_space[SAMPLING_LIVE_MALLOC])));
-    rb_hash_aset(h, SYM("total_allocated_bytes"), ULL2NUM(s.total_allocated_bytes));
-    rb_hash_aset(h, SYM("peak_live_bytes"), s.peak ? LL2NUM(llround(s.peak_live)) : Qnil);
-    rb_hash_aset(h, SYM("peak_gc"), s.peak ? ULL2NUM(s.peak_gc) : Qnil);
-    rb_hash_aset(h, SYM("peak_lost"), ULL2NUM(s.peak_lost));
-    rb_hash_aset(h, SYM("timeline_rows"), ULL2NUM(s.timeline_rows));
-    rb_hash_aset(h, SYM("reader_samples"), ULL2NUM(s.reader_samples));
-    rb_hash_aset(h, SYM("merged"), ULL2NUM(s.merged));
-    rb_hash_aset(h, SYM("carried"), ULL2NUM(s.carried));
-    rb_hash_aset(h, SYM("lost_frees"), ULL2NUM(s.lost_frees));
     uint64_t label_sets, label_sets_dropped;
-    sampling_labels_stats(&label_sets, &label_sets_dropped);
-    rb_hash_aset(h, SYM("label_sets"), ULL2NUM(label_sets));
-    rb_hash_aset(h, SYM("label_sets_dropped"), ULL2NUM(label_sets_dropped));
+    size_t profiler_bytes;
     size_t parts[SAMPLER_MEMORY_PARTS];
-    rb_hash_aset(h, SYM("profiler_bytes"), SIZET2NUM(sampler_memory(parts)));
-    VALUE memory = rb_hash_new();
-    for (int i = 0; i < SAMPLER_MEMORY_PARTS; i++) rb_hash_aset(memory, SYM(sampler_memory_names[i]), SIZET2NUM(parts[i]));
-    rb_hash_aset(h, SYM("profiler_memory"), memory);
-    VALUE heaps = rb_ary_new_capa((long)s.nheaps);
-    for (size_t i = 0; i < s.nheaps; i++) {
+};
+
+enum stat_kind {
+    STAT_BOOL, STAT_U32, STAT_U64, STAT_SIZE, STAT_MODE,
+    STAT_ROUNDED,       /* a double estimate, rounded to an Integer */
+    STAT_PEAK_U64,      /* nil before the first peak */
+    STAT_PEAK_ROUNDED,
+    STAT_MEMORY,        /* {records:, sites:, ...}: the parts */
+    STAT_HEAPS,         /* [{slot_size:, allocated_bytes:, samples:, points:}, ...] */
+};
+
+/* The stats Hash, key by key in docs/reference.md's order (its stats
+ * table; test_stats_keys holds the two together): a new key is a field
+ * (sampler.h's struct sampler_stats) and a row here. */
+#define STAT(name, field, kind) { name, offsetof(struct stats_read, field), kind }
+static const struct stat_key {
+    const char *name;
+    size_t offset;
+    enum stat_kind kind;
+} stat_keys[] = {
+    STAT("enabled", s.enabled, STAT_BOOL),
+    STAT("interval", s.interval, STAT_U64),
+    STAT("mode", s.mode, STAT_MODE),
+    STAT("depth", s.depth, STAT_U32),
+    STAT("max_samples", s.max_samples, STAT_SIZE),
+    STAT("malloc", s.malloc, STAT_BOOL),
+    STAT("samples", s.samples, STAT_U64),
+    STAT("records", s.records, STAT_U64),
+    STAT("live", s.live, STAT_U64),
+    STAT("dropped", s.dropped, STAT_U64),
+    STAT("reader_samples", s.reader_samples, STAT_U64),
+    STAT("merged", s.merged, STAT_U64),
+    STAT("carried", s.carried, STAT_U64),
+    STAT("evicted", s.evicted, STAT_U64),
+    STAT("lost_frees", s.lost_frees, STAT_U64),
+    STAT("sites", s.sites, STAT_U64),
+    STAT("folded", s.folded, STAT_U64),
+    STAT("named", s.named, STAT_U64),
+    STAT("allocated_bytes", s.allocated_bytes, STAT_U64),
+    STAT("malloc_allocated_bytes", s.malloc_allocated_bytes, STAT_U64),
+    STAT("malloc_samples", s.malloc_samples, STAT_U64),
+    STAT("malloc_points", s.malloc_points, STAT_U64),
+    STAT("live_slot_bytes", s.live_space[SAMPLING_LIVE_SLOT], STAT_ROUNDED),
+    STAT("live_malloc_bytes", s.live_space[SAMPLING_LIVE_MALLOC], STAT_ROUNDED),
+    STAT("total_allocated_bytes", s.total_allocated_bytes, STAT_U64),
+    STAT("peak_live_bytes", s.peak_live, STAT_PEAK_ROUNDED),
+    STAT("peak_gc", s.peak_gc, STAT_PEAK_U64),
+    STAT("peak_lost", s.peak_lost, STAT_U64),
+    STAT("timeline_rows", s.timeline_rows, STAT_U64),
+    STAT("label_sets", label_sets, STAT_U64),
+    STAT("label_sets_dropped", label_sets_dropped, STAT_U64),
+    STAT("profiler_bytes", profiler_bytes, STAT_SIZE),
+    STAT("profiler_memory", parts, STAT_MEMORY),
+    STAT("heaps", s.per_heap, STAT_HEAPS),
+};
+#undef STAT
+
+static VALUE
+heaps_array(const struct sampler_stats *s)
+{
+    VALUE heaps = rb_ary_new_capa((long)s->nheaps);
+    for (size_t i = 0; i < s->nheaps; i++) {
         VALUE hh = rb_hash_new();
-        rb_hash_aset(hh, SYM("slot_size"), SIZET2NUM(s.per_heap[i].slot_size));
-        rb_hash_aset(hh, SYM("allocated_bytes"), ULL2NUM(s.per_heap[i].allocated_bytes));
-        rb_hash_aset(hh, SYM("samples"), ULL2NUM(s.per_heap[i].samples));
-        rb_hash_aset(hh, SYM("points"), ULL2NUM(s.per_heap[i].points));
+        rb_hash_aset(hh, SYM("slot_size"), SIZET2NUM(s->per_heap[i].slot_size));
+        rb_hash_aset(hh, SYM("allocated_bytes"), ULL2NUM(s->per_heap[i].allocated_bytes));
+        rb_hash_aset(hh, SYM("samples"), ULL2NUM(s->per_heap[i].samples));
+        rb_hash_aset(hh, SYM("points"), ULL2NUM(s->per_heap[i].points));
         rb_ary_push(heaps, hh);
     }
-    rb_hash_aset(h, SYM("heaps"), heaps);
+    return heaps;
+}
+
+static VALUE
+stat_value(const struct stats_read *r, const struct stat_key *k)
+{
+    const void *p = (const char *)r + k->offset;
+    switch (k->kind) {
+      case STAT_BOOL: return *(const bool *)p ? Qtrue : Qfalse;
+      case STAT_U32: return UINT2NUM(*(const uint32_t *)p);
+      case STAT_U64: return ULL2NUM(*(const uint64_t *)p);
+      case STAT_SIZE: return SIZET2NUM(*(const size_t *)p);
+      case STAT_MODE: return mode_symbol(*(const enum sampling_mode *)p);
+      case STAT_ROUNDED: return LL2NUM(llround(*(const double *)p));
+      case STAT_PEAK_U64: return r->s.peak ? ULL2NUM(*(const uint64_t *)p) : Qnil;
+      case STAT_PEAK_ROUNDED: return r->s.peak ? LL2NUM(llround(*(const double *)p)) : Qnil;
+      case STAT_MEMORY: {
+        VALUE memory = rb_hash_new();
+        for (int i = 0; i < SAMPLER_MEMORY_PARTS; i++) rb_hash_aset(memory, SYM(sampler_memory_names[i]), SIZET2NUM(r->parts[i]));
+        return memory;
+      }
+      case STAT_HEAPS: return heaps_array(&r->s);
+    }
+    return Qnil;
+}
+
+static VALUE
+allocation_sampler_stats_m(VALUE self)
+{
+    struct stats_read r;
+    sampler_get_stats(&r.s);
+    sampling_labels_stats(&r.label_sets, &r.label_sets_dropped);
+    r.profiler_bytes = sampler_memory(r.parts);
+    VALUE h = rb_hash_new();
+    for (size_t i = 0; i < sizeof(stat_keys) / sizeof(stat_keys[0]); i++)
+        rb_hash_aset(h, SYM(stat_keys[i].name), stat_value(&r, &stat_keys[i]));
     return h;
 }
 
-READER_METHOD0(sampler_stats_m)
+READER_METHOD0(allocation_sampler_stats_m)
 
 /* ---- boot ---- */
 
@@ -289,11 +348,11 @@ api_init(void)
 {
     VALUE mObjectSpace = rb_const_get(rb_cObject, rb_intern("ObjectSpace"));
     VALUE mSampler = rb_define_module_under(mObjectSpace, "AllocationSampler");
-    rb_define_singleton_method(mSampler, "start", sampler_start_m, -1);
-    rb_define_singleton_method(mSampler, "stop", sampler_stop_m, 0);
-    rb_define_singleton_method(mSampler, "enabled?", sampler_enabled_m, 0);
-    rb_define_singleton_method(mSampler, "clear", sampler_clear_m, 0);
-    rb_define_singleton_method(mSampler, "stats", sampler_stats_m_reader, 0);
+    rb_define_singleton_method(mSampler, "start", allocation_sampler_start_m, -1);
+    rb_define_singleton_method(mSampler, "stop", allocation_sampler_stop_m, 0);
+    rb_define_singleton_method(mSampler, "enabled?", allocation_sampler_enabled_m, 0);
+    rb_define_singleton_method(mSampler, "clear", allocation_sampler_clear_m, 0);
+    rb_define_singleton_method(mSampler, "stats", allocation_sampler_stats_m_reader, 0);
     sampling_define_sample(mSampler);
     sampling_define_profile(mSampler);
     sampling_define_report(mSampler);
@@ -331,7 +390,7 @@ void
 rb_gc_impl_set_params(void *objspace_ptr)
 {
     sampler_gc_set_params(objspace_ptr);
-    sampling_api_booted();
+    sampling_periodic_boot();
 }
 
 void

@@ -55,7 +55,7 @@ delta_alloc(VALUE klass)
 }
 
 struct mark {
-    struct read read;
+    struct read_state read;
     st_table *inuse;
     struct sampling_delta *d;
 };

@@ -45,7 +45,7 @@
 const char *rb_imemo_name(int type);
 
 struct dhat_build {
-    struct read read;
+    struct read_state read;
     st_table *inuse, *peak;
     uint32_t min_gcs;               /* eb, ebk: samples that survived this many GCs only */
     struct dhat *d;
@@ -304,7 +304,7 @@ min_gcs_kwarg(VALUE opts)
 
 /* dhat(min_gcs: 0) => the DHAT file as a String */
 static VALUE
-sampler_dhat_m(int argc, VALUE *argv, VALUE self)
+allocation_sampler_dhat_m(int argc, VALUE *argv, VALUE self)
 {
     VALUE opts = Qnil;
     rb_scan_args(argc, argv, "0:", &opts);
@@ -313,7 +313,7 @@ sampler_dhat_m(int argc, VALUE *argv, VALUE self)
 
 /* write_dhat(path_or_io, min_gcs: 0) => bytes written */
 static VALUE
-sampler_write_dhat_m(int argc, VALUE *argv, VALUE self)
+allocation_sampler_write_dhat_m(int argc, VALUE *argv, VALUE self)
 {
     VALUE dest, opts = Qnil;
     rb_scan_args(argc, argv, "1:", &dest, &opts);
@@ -322,12 +322,12 @@ sampler_write_dhat_m(int argc, VALUE *argv, VALUE self)
     return sampling_write_out(dest, sampling_dhat_text(min_gcs), "path_or_io");
 }
 
-READER_METHODV(sampler_dhat_m)
-READER_METHODV(sampler_write_dhat_m)
+READER_METHODV(allocation_sampler_dhat_m)
+READER_METHODV(allocation_sampler_write_dhat_m)
 
 void
 sampling_define_dhat(VALUE mSampler)
 {
-    rb_define_singleton_method(mSampler, "dhat", sampler_dhat_m_reader, -1);
-    rb_define_singleton_method(mSampler, "write_dhat", sampler_write_dhat_m_reader, -1);
+    rb_define_singleton_method(mSampler, "dhat", allocation_sampler_dhat_m_reader, -1);
+    rb_define_singleton_method(mSampler, "write_dhat", allocation_sampler_write_dhat_m_reader, -1);
 }

@@ -92,7 +92,7 @@ sampling_memory_split_text(char *buf, size_t len)
 
 /* memory_split => Hash (the model above; :sources says where each comes from) */
 static VALUE
-sampler_memory_split_m(VALUE self)
+allocation_sampler_memory_split_m(VALUE self)
 {
     VALUE mGC = rb_const_get(rb_cObject, rb_intern("GC"));
     VALUE stat = rb_funcall(mGC, rb_intern("stat"), 0);
@@ -149,12 +149,12 @@ sampler_memory_split_m(VALUE self)
     return h;
 }
 
-READER_METHOD0(sampler_memory_split_m)
+READER_METHOD0(allocation_sampler_memory_split_m)
 
 void
 sampling_define_memory_split(VALUE mSampler)
 {
-    rb_define_singleton_method(mSampler, "memory_split", sampler_memory_split_m_reader, 0);
+    rb_define_singleton_method(mSampler, "memory_split", allocation_sampler_memory_split_m_reader, 0);
     VALUE mGC = rb_const_get(rb_cObject, rb_intern("GC"));
     heap_page_size = stat_of(rb_const_get(mGC, rb_intern("INTERNAL_CONSTANTS")), "HEAP_PAGE_SIZE");
 }

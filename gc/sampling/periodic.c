@@ -397,7 +397,7 @@ watches(const struct sampling_params *params)
 }
 
 void
-sampling_api_booted(void)
+sampling_periodic_boot(void)
 {
     const struct sampling_params *params = sampler_params();
     bool every = params->every && params->out[0];

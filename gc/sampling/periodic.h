@@ -69,7 +69,7 @@
 /* RUBY_GC_SAMPLING's every=: starts the writer of delta files once the
  * VM can run threads, and again in a forked child (periodic.c; called
  * from api.c's rb_gc_impl_set_params and _after_fork). */
-void sampling_api_booted(void);
+void sampling_periodic_boot(void);
 void sampling_periodic_after_fork(void);
 
 /* start(limit:, grow:, out:, ...): the watcher takes params's settings

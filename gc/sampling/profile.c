@@ -27,7 +27,7 @@
 #include <time.h>
 
 struct pprof_build {
-    struct read read;
+    struct read_state read;
     st_table *inuse;
     struct pprof *p;
     uint64_t key_class, key_type, key_memory;
@@ -308,7 +308,7 @@ view_max_objects_arg(VALUE v, enum pprof_view view)
  * inuse_space first, as Go's heap profiles do.  Every argument is
  * checked before anything is read. */
 static VALUE
-sampler_pprof_m(int argc, VALUE *argv, VALUE self)
+allocation_sampler_pprof_m(int argc, VALUE *argv, VALUE self)
 {
     static const char *const types[] = { "alloc_objects", "alloc_space", "inuse_objects", "inuse_space" };
     VALUE opts = Qnil, values[4] = { Qundef, Qundef, Qundef, Qundef };
@@ -339,7 +339,7 @@ sampler_pprof_m(int argc, VALUE *argv, VALUE self)
 
 /* write_pprof(path_or_io, view: :allocations, max_objects: nil, min_gcs: 0) */
 static VALUE
-sampler_write_pprof_m(int argc, VALUE *argv, VALUE self)
+allocation_sampler_write_pprof_m(int argc, VALUE *argv, VALUE self)
 {
     VALUE dest, opts = Qnil, values[3] = { Qundef, Qundef, Qundef };
     rb_scan_args(argc, argv, "1:", &dest, &opts);
@@ -356,12 +356,12 @@ sampler_write_pprof_m(int argc, VALUE *argv, VALUE self)
     return sampling_write_out(dest, bytes, "path_or_io");
 }
 
-READER_METHODV(sampler_write_pprof_m)
-READER_METHODV(sampler_pprof_m)
+READER_METHODV(allocation_sampler_write_pprof_m)
+READER_METHODV(allocation_sampler_pprof_m)
 
 void
 sampling_define_profile(VALUE mSampler)
 {
-    rb_define_singleton_method(mSampler, "write_pprof", sampler_write_pprof_m_reader, -1);
-    rb_define_singleton_method(mSampler, "pprof", sampler_pprof_m_reader, -1);
+    rb_define_singleton_method(mSampler, "write_pprof", allocation_sampler_write_pprof_m_reader, -1);
+    rb_define_singleton_method(mSampler, "pprof", allocation_sampler_pprof_m_reader, -1);
 }

@@ -13,7 +13,7 @@ const char *rb_imemo_name(int type);
 static unsigned int reads_open;
 
 static void
-read_begin(struct read *rd)
+read_begin(struct read_state *rd)
 {
     sampler_reader_enter();
     rd->limit = sampler_read_begin(&rd->lev);
@@ -31,7 +31,7 @@ read_free_i(st_data_t key, st_data_t value, st_data_t free_converted)
 }
 
 static void
-read_end(struct read *rd, void (*free_converted)(st_data_t))
+read_end(struct read_state *rd, void (*free_converted)(st_data_t))
 {
     if (rd->sites) {
         if (free_converted) st_foreach(rd->sites, read_free_i, (st_data_t)free_converted);
@@ -47,7 +47,7 @@ read_end(struct read *rd, void (*free_converted)(st_data_t))
 }
 
 struct run {
-    struct read *rd;
+    struct read_state *rd;
     VALUE (*body)(VALUE);
     VALUE arg;
     void (*free_converted)(st_data_t);
@@ -72,9 +72,9 @@ run_end(VALUE arg)
 }
 
 VALUE
-read_run(struct read *rd, VALUE (*body)(VALUE), VALUE arg, void (*free_converted)(st_data_t), VALUE (*done)(VALUE))
+read_run(struct read_state *rd, VALUE (*body)(VALUE), VALUE arg, void (*free_converted)(st_data_t), VALUE (*done)(VALUE))
 {
-    *rd = (struct read)READ_INIT;
+    *rd = (struct read_state)READ_INIT;
     struct run r = { rd, body, arg, free_converted, done };
     return rb_ensure(run_body, (VALUE)&r, run_end, (VALUE)&r);
 }
@@ -145,7 +145,7 @@ read_method(VALUE (*fn)(int, VALUE *, VALUE), int argc, VALUE *argv, VALUE self)
 }
 
 const struct sampling_record *
-read_record(const struct read *rd, size_t index)
+read_record(const struct read_state *rd, size_t index)
 {
     const struct sampling_records *r = sampler_records();
     if (index >= r->used) return NULL;
@@ -184,7 +184,7 @@ site_names_free(VALUE arg)
 /* The conversion of site, made once per read.  It is registered (as 0)
  * before it is made, so one that raises half-way is not made again. */
 st_data_t
-read_site(struct read *rd, const struct sampling_stack *site, read_convert_fn *convert, void *arg)
+read_site(struct read_state *rd, const struct sampling_stack *site, read_convert_fn *convert, void *arg)
 {
     st_data_t converted;
     if (st_lookup(rd->sites, (st_data_t)site, &converted)) return converted;
@@ -246,13 +246,13 @@ values_at(st_table *table, st_data_t key)
 /* In-use totals per site (site -> malloc'd struct site_values), from the
  * live records the read sees. */
 void
-read_inuse(struct read *rd, st_table *inuse)
+read_inuse(struct read_state *rd, st_table *inuse)
 {
     read_inuse_aged(rd, inuse, 0);
 }
 
 void
-read_inuse_aged(struct read *rd, st_table *inuse, uint32_t min_gcs)
+read_inuse_aged(struct read_state *rd, st_table *inuse, uint32_t min_gcs)
 {
     const struct sampling_records *r = sampler_records();
     uint64_t clock = sampler_clock();
@@ -271,7 +271,7 @@ read_inuse_aged(struct read *rd, st_table *inuse, uint32_t min_gcs)
 }
 
 void
-read_peak(struct read *rd, st_table *by_site, struct site_values *other)
+read_peak(struct read_state *rd, st_table *by_site, struct site_values *other)
 {
     const struct sampling_records *r = sampler_records();
     /* the members whose records are still here, by their sites */

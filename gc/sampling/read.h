@@ -26,7 +26,7 @@
 #include "ruby/st.h"
 #include "records.h"
 
-struct read {
+struct read_state {
     st_table *sites;        /* site -> its conversion (read_site) */
     uint64_t limit;
     const struct sampling_stack *newest;
@@ -49,7 +49,7 @@ struct read {
  * fiber never resumed.  The reader hands its result to the program after
  * read_run returns (write.c; report.c).  read_program_call inside a read
  * is a bug (an assertion with --enable-checks). */
-VALUE read_run(struct read *rd, VALUE (*body)(VALUE), VALUE arg, void (*free_converted)(st_data_t), VALUE (*done)(VALUE));
+VALUE read_run(struct read_state *rd, VALUE (*body)(VALUE), VALUE arg, void (*free_converted)(st_data_t), VALUE (*done)(VALUE));
 
 /* fn(arg) in a reader scope (sampler_reader_enter): its allocations are
  * counted, not recorded.  read_method: the same for a method's body
@@ -74,7 +74,7 @@ VALUE read_method(VALUE (*fn)(int, VALUE *, VALUE), int argc, VALUE *argv, VALUE
 
 /* The record at index if the read sees it, else NULL; valid until the
  * reader next allocates. */
-const struct sampling_record *read_record(const struct read *rd, size_t index);
+const struct sampling_record *read_record(const struct read_state *rd, size_t index);
 
 /* Every site the read sees, oldest first: up to `newest` as it was when
  * the read began (sites made since, by the reader's own samples, come after). */
@@ -85,7 +85,7 @@ const struct sampling_record *read_record(const struct read *rd, size_t index);
 /* The conversion of a site for this read, made once from its names
  * (records.h; made for the read if the site is not named) by convert. */
 typedef st_data_t read_convert_fn(const struct sampling_names *names, void *arg);
-st_data_t read_site(struct read *rd, const struct sampling_stack *site, read_convert_fn *convert, void *arg);
+st_data_t read_site(struct read_state *rd, const struct sampling_stack *site, read_convert_fn *convert, void *arg);
 
 /* Frames as Sample#frames gives them: a frozen Array of frozen
  * [path, lineno, label]; read_synthetic_frames, the one frame [name, 0,
@@ -106,11 +106,11 @@ struct site_values {
  * live records the read sees; read_site_values gives a site's values
  * (its totals, lifetimes and in-use values); read_inuse_free frees the
  * table. */
-void read_inuse(struct read *rd, st_table *inuse);
+void read_inuse(struct read_state *rd, st_table *inuse);
 /* The same for the live records that survived at least min_gcs GCs
  * (records.h's age): write_pprof's min_gcs:, the in-use values without
  * the young. */
-void read_inuse_aged(struct read *rd, st_table *inuse, uint32_t min_gcs);
+void read_inuse_aged(struct read_state *rd, st_table *inuse, uint32_t min_gcs);
 struct site_values read_site_values(const struct sampling_stack *site, st_table *inuse);
 void read_inuse_free(st_table *inuse);
 
@@ -118,7 +118,7 @@ void read_inuse_free(st_table *inuse);
  * set now: site -> malloc'd struct site_values (inuse_* only) for the
  * sites the read sees; what belongs to none of them (sites folded since
  * the peak) is added to *other's inuse_*.  Freed by read_inuse_free. */
-void read_peak(struct read *rd, st_table *by_site, struct site_values *other);
+void read_peak(struct read_state *rd, st_table *by_site, struct site_values *other);
 
 /* The totals of folded sites (and of samples no site could take): one
  * pseudo-site named READ_OTHER_SITES, with nothing in use; false when it

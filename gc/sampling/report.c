@@ -12,7 +12,7 @@
 #include "sampler.h"
 
 struct totals {
-    struct read read;
+    struct read_state read;
     st_table *inuse;
     VALUE result;
     bool peak;      /* the live set at the peak (inuse_* only), not now */
@@ -139,7 +139,7 @@ totals_done(VALUE arg)
  * ages of its live samples, labels, lives (totals_row)]; folded sites as
  * one "<other sites>" row. */
 static VALUE
-sampler_site_totals_m(VALUE self)
+allocation_sampler_site_totals_m(VALUE self)
 {
     struct totals t = { .inuse = st_init_numtable(), .result = Qnil, .peak = false };
     return read_run(&t.read, totals_body, (VALUE)&t, NULL, totals_done);
@@ -149,7 +149,7 @@ sampler_site_totals_m(VALUE self)
  * (timeline.h): in-use values only; sites folded since as "<other
  * sites>". */
 static VALUE
-sampler_peak_totals_m(VALUE self)
+allocation_sampler_peak_totals_m(VALUE self)
 {
     struct totals t = { .inuse = st_init_numtable(), .result = Qnil, .peak = true };
     return read_run(&t.read, totals_body, (VALUE)&t, NULL, totals_done);
@@ -207,20 +207,20 @@ report_call(int argc, VALUE *argv, VALUE self, const char *name, const char *arg
 }
 
 static VALUE
-sampler_write_collapsed_m(int argc, VALUE *argv, VALUE self)
+allocation_sampler_write_collapsed_m(int argc, VALUE *argv, VALUE self)
 {
     return report_call(argc, argv, self, "write_collapsed_impl", "path_or_io");
 }
 
 static VALUE
-sampler_report_m(int argc, VALUE *argv, VALUE self)
+allocation_sampler_report_m(int argc, VALUE *argv, VALUE self)
 {
     return report_call(argc, argv, self, "report_impl", "io");
 }
 
 /* retention_report(io = $stdout, top: 20, max_objects: nil) */
 static VALUE
-sampler_retention_report_m(int argc, VALUE *argv, VALUE self)
+allocation_sampler_retention_report_m(int argc, VALUE *argv, VALUE self)
 {
     return report_call(argc, argv, self, "retention_report_impl", "io");
 }
@@ -228,9 +228,9 @@ sampler_retention_report_m(int argc, VALUE *argv, VALUE self)
 void
 sampling_define_report(VALUE mSampler)
 {
-    rb_define_singleton_method(mSampler, "write_collapsed", sampler_write_collapsed_m, -1);
-    rb_define_singleton_method(mSampler, "report", sampler_report_m, -1);
-    rb_define_singleton_method(mSampler, "retention_report", sampler_retention_report_m, -1);
-    rb_define_private_method(rb_singleton_class(mSampler), "site_totals", sampler_site_totals_m, 0);
-    rb_define_private_method(rb_singleton_class(mSampler), "peak_totals", sampler_peak_totals_m, 0);
+    rb_define_singleton_method(mSampler, "write_collapsed", allocation_sampler_write_collapsed_m, -1);
+    rb_define_singleton_method(mSampler, "report", allocation_sampler_report_m, -1);
+    rb_define_singleton_method(mSampler, "retention_report", allocation_sampler_retention_report_m, -1);
+    rb_define_private_method(rb_singleton_class(mSampler), "site_totals", allocation_sampler_site_totals_m, 0);
+    rb_define_private_method(rb_singleton_class(mSampler), "peak_totals", allocation_sampler_peak_totals_m, 0);
 }

@@ -68,7 +68,7 @@ all_paths_body(VALUE arg)
  * bytes:, seconds:}.  The Samples share the kept walk; each builds its
  * path when asked. */
 static VALUE
-sampler_retention_m(int argc, VALUE *argv, VALUE self)
+allocation_sampler_retention_m(int argc, VALUE *argv, VALUE self)
 {
     VALUE opts = Qnil;
     rb_scan_args(argc, argv, "0:", &opts);
@@ -131,23 +131,23 @@ sample_retention_path_m(int argc, VALUE *argv, VALUE self)
  * (shown), weight, [class name, "file:line (label)"]], ...]]
  * (retention_view.c) */
 static VALUE
-sampler_retention_rows_m(VALUE self, VALUE max_objects)
+allocation_sampler_retention_rows_m(VALUE self, VALUE max_objects)
 {
     VALUE opts = rb_hash_new();
     rb_hash_aset(opts, rsym("max_objects"), max_objects);
     return sampling_retention_rows(max_objects_arg(opts));
 }
 
-READER_METHODV(sampler_retention_m)
+READER_METHODV(allocation_sampler_retention_m)
 READER_METHODV(sample_retention_path_m)
-READER_METHOD1(sampler_retention_rows_m)
+READER_METHOD1(allocation_sampler_retention_rows_m)
 
 void
 sampling_define_retention(VALUE mSampler)
 {
     rpaths_init();
-    rb_define_singleton_method(mSampler, "retention", sampler_retention_m_reader, -1);
-    rb_define_private_method(rb_singleton_class(mSampler), "retention_rows", sampler_retention_rows_m_reader, 1);
+    rb_define_singleton_method(mSampler, "retention", allocation_sampler_retention_m_reader, -1);
+    rb_define_private_method(rb_singleton_class(mSampler), "retention_rows", allocation_sampler_retention_rows_m_reader, 1);
     VALUE cSample = rb_const_get(mSampler, rb_intern("Sample"));
     rb_define_method(cSample, "retention_path", sample_retention_path_m_reader, -1);
 }

@@ -108,7 +108,7 @@ walk_stats(struct rpaths *p, const struct path_counts *c)
 }
 
 VALUE
-rview_target(struct read *rd, size_t i)
+rview_target(struct read_state *rd, size_t i)
 {
     const struct sampling_record *rec = read_record(rd, i);
     if (!rec || rec->dead) return 0;

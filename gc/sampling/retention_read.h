@@ -24,7 +24,7 @@
 
 /* One read with its walk. */
 struct rview {
-    struct read read;
+    struct read_state read;
     size_t max_objects;
     bool one;                   /* only the record (index, seq) is a target */
     uint32_t index;
@@ -50,7 +50,7 @@ void rview_walk(struct rview *rv);
 
 /* The object of the record at index i if the read sees it live and it
  * is a slot's (a target of the walk), else 0. */
-VALUE rview_target(struct read *rd, size_t i);
+VALUE rview_target(struct read_state *rd, size_t i);
 
 /* Live slot records the read sees, in table order: the body runs with
  * each record's index i and object obj. */

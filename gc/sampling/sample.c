@@ -100,13 +100,13 @@ sample_refresh(struct sample_view *v)
 
 /* A snapshot of every record taken before the call, as Sample objects. */
 struct snapshot {
-    struct read read;
+    struct read_state read;
     VALUE result;
 };
 
 /* A Sample of the record at index, which the read sees (read_record). */
 VALUE
-sampling_sample_new(struct read *rd, size_t i)
+sampling_sample_new(struct read_state *rd, size_t i)
 {
     const struct sampling_record *rec = read_record(rd, i);
     VALUE frames = (VALUE)read_site(rd, rec->stack, frames_convert, NULL);
@@ -182,13 +182,13 @@ snapshot(void)
 }
 
 static VALUE
-sampler_samples_m(VALUE self)
+allocation_sampler_samples_m(VALUE self)
 {
     return snapshot();
 }
 
 static VALUE
-sampler_each_sample_m(VALUE self)
+allocation_sampler_each_sample_m(VALUE self)
 {
     RETURN_ENUMERATOR(self, 0, 0);
     VALUE samples = snapshot();
@@ -327,8 +327,8 @@ sample_inspect_m(VALUE self)
 void
 sampling_define_sample(VALUE mSampler)
 {
-    rb_define_singleton_method(mSampler, "samples", sampler_samples_m, 0);
-    rb_define_singleton_method(mSampler, "each_sample", sampler_each_sample_m, 0);
+    rb_define_singleton_method(mSampler, "samples", allocation_sampler_samples_m, 0);
+    rb_define_singleton_method(mSampler, "each_sample", allocation_sampler_each_sample_m, 0);
     cSample = rb_define_class_under(mSampler, "Sample", rb_cObject);
     rb_undef_alloc_func(cSample);
     rb_define_method(cSample, "object", sample_object_m, 0);

@@ -22,7 +22,7 @@
 
 /* The rows, copied under a read (which is over before Ruby sees them). */
 struct rows {
-    struct read read;
+    struct read_state read;
     struct sampling_timeline_row *rows;
     size_t n;
     int64_t origin_ns, origin_real_ns;
@@ -75,7 +75,7 @@ rows_read(struct rows *r, bool peak)
 
 /* timeline => [{gc:, seconds:, major:, live_bytes:, ...}, ...], oldest first */
 static VALUE
-sampler_timeline_m(VALUE self)
+allocation_sampler_timeline_m(VALUE self)
 {
     struct rows r;
     rows_read(&r, false);
@@ -88,7 +88,7 @@ sampler_timeline_m(VALUE self)
 /* peak => the row of the GC with the highest live estimate, with its
  * wall-clock time; nil before the first GC */
 static VALUE
-sampler_peak_m(VALUE self)
+allocation_sampler_peak_m(VALUE self)
 {
     struct rows r;
     rows_read(&r, true);
@@ -126,7 +126,7 @@ sampling_timeline_csv(void)
 
 /* write_timeline(path_or_io) => bytes written */
 static VALUE
-sampler_write_timeline_m(VALUE self, VALUE dest)
+allocation_sampler_write_timeline_m(VALUE self, VALUE dest)
 {
     sampling_check_destination(dest, "path_or_io");
     return sampling_write_out(dest, sampling_timeline_csv(), "path_or_io");
@@ -149,14 +149,14 @@ sampling_timeline_path(const char *profile, char *out, size_t size)
     return (size_t)snprintf(out, size, "%.*s.timeline.csv", (int)len, profile) < size;
 }
 
-READER_METHOD0(sampler_timeline_m)
-READER_METHOD0(sampler_peak_m)
-READER_METHOD1(sampler_write_timeline_m)
+READER_METHOD0(allocation_sampler_timeline_m)
+READER_METHOD0(allocation_sampler_peak_m)
+READER_METHOD1(allocation_sampler_write_timeline_m)
 
 void
 sampling_define_timeline(VALUE mSampler)
 {
-    rb_define_singleton_method(mSampler, "timeline", sampler_timeline_m_reader, 0);
-    rb_define_singleton_method(mSampler, "peak", sampler_peak_m_reader, 0);
-    rb_define_singleton_method(mSampler, "write_timeline", sampler_write_timeline_m_reader, 1);
+    rb_define_singleton_method(mSampler, "timeline", allocation_sampler_timeline_m_reader, 0);
+    rb_define_singleton_method(mSampler, "peak", allocation_sampler_peak_m_reader, 0);
+    rb_define_singleton_method(mSampler, "write_timeline", allocation_sampler_write_timeline_m_reader, 1);
 }
