@@ -57,7 +57,7 @@ sampling_delta_begin(struct sampling_delta *d)
 }
 
 void
-sampling_delta_site(struct sampling_delta *d, const struct sampling_stack *site, struct site_values *sv)
+sampling_delta_site(struct sampling_delta *d, const struct sampling_site *site, struct site_values *sv)
 {
     st_data_t found;
     struct sampling_delta_totals *now = malloc(sizeof(*now));

@@ -50,7 +50,7 @@ struct sampling_delta {
 
 void sampling_delta_begin(struct sampling_delta *d);
 /* sv holds the site's totals now; leaves the delta in it. */
-void sampling_delta_site(struct sampling_delta *d, const struct sampling_stack *site, struct site_values *sv);
+void sampling_delta_site(struct sampling_delta *d, const struct sampling_site *site, struct site_values *sv);
 /* Same for <other sites>; returns whether the delta holds anything. */
 bool sampling_delta_other(struct sampling_delta *d, struct site_values *sv);
 void sampling_delta_end(struct sampling_delta *d);

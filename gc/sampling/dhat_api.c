@@ -56,12 +56,12 @@ struct dhat_build {
 /* read_site's argument: the builder and the site being converted. */
 struct dhat_site_arg {
     struct dhat *d;
-    const struct sampling_stack *site;
+    const struct sampling_site *site;
 };
 
 /* What a site allocates, as its innermost frame. */
 static uint32_t
-kind_frame(struct dhat *d, const struct sampling_stack *site, const struct sampling_names *names)
+kind_frame(struct dhat *d, const struct sampling_site *site, const struct sampling_names *names)
 {
     uint16_t type = site->kind.type;
     if (type == SAMPLING_TYPE_MALLOC) return dhat_frame_at(d, "malloc", 6, "malloc'd block", 14);
@@ -134,7 +134,7 @@ dhat_site_convert(const struct sampling_names *names, void *arg)
 }
 
 static uint32_t
-site_point(struct dhat_build *b, const struct sampling_stack *site)
+site_point(struct dhat_build *b, const struct sampling_site *site)
 {
     struct dhat_site_arg arg = { b->d, site };
     return (uint32_t)read_site(&b->read, site, dhat_site_convert, &arg) - 1;
@@ -169,7 +169,7 @@ point_maxima(struct dhat_build *b)
         if (!rec) continue;
         /* (site_point's sites are converted: it allocates no Ruby object, the table stays) */
         lives[n++] = (struct dhat_life){
-            site_point(b, rec->stack), (uint64_t)rec->allocated_gc + 1,
+            site_point(b, rec->site), (uint64_t)rec->allocated_gc + 1,
             rec->dead ? (uint64_t)sampling_record_freed_gc(rec) : DHAT_STILL_LIVE, rec->weight, rec->weight / (double)sampling_record_size(rec),
         };
     }

@@ -418,7 +418,7 @@ match_pred(const rb_control_frame_t *cfp, const rb_control_frame_t *end, const s
 #define MATCH_PAIRS_MIN 24
 
 struct sampling_capture
-sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, struct sampling_stack *const *recent,
+sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, struct sampling_site *const *recent,
                         const void **ec_out, unsigned type)
 {
     rb_execution_context_t *ec = current_ec();
@@ -467,11 +467,11 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, struct sampl
      * half, the rest costs less to capture than another way to compare.
      * With no whole match, the way that went furthest gives its frames
      * so far. */
-    const struct sampling_stack *best = NULL;
+    const struct sampling_site *best = NULL;
     const rb_control_frame_t *best_at = cfp;
     uint32_t best_matched = 0;
     for (int i = 0; i < SAMPLING_RECENT_WAYS && !jit_cme; i++) {
-        const struct sampling_stack *pred = recent[i];
+        const struct sampling_site *pred = recent[i];
         if (!pred || pred->cfps != cfps || pred->truncated || !pred->nframes) continue;
         uint32_t matched;
         const rb_control_frame_t *at = cfps >= MATCH_PAIRS_MIN ? match_pred(cfp, fast_end, pred->frames, &matched, true)

@@ -45,8 +45,8 @@ struct sampling_capture {
     uint32_t nframes;       /* 0: no Ruby frame (origin says why) */
     bool truncated;         /* frames were left out */
     uint8_t origin;         /* enum sampling_origin (records.h) */
-    uint32_t cfps;          /* control frames (a cheap filter: sampling_stack.cfps) */
-    const struct sampling_stack *same;  /* the stack is this one of recent: buf was not written */
+    uint32_t cfps;          /* control frames (a cheap filter: sampling_site.cfps) */
+    const struct sampling_site *same;   /* the stack is this one of recent: buf was not written */
 };
 
 /* Fills buf with up to depth frames of the current thread, innermost first
@@ -64,7 +64,7 @@ struct sampling_capture {
 void sampling_frames_init(void);
 
 struct sampling_capture sampling_frames_capture(struct sampling_frame *buf, uint32_t depth,
-                                                struct sampling_stack *const *recent, const void **ec,
+                                                struct sampling_site *const *recent, const void **ec,
                                                 unsigned type);
 
 /* The running fiber's rb_execution_context_t (NULL at boot): who is
@@ -125,12 +125,12 @@ sampling_frames_site_key(struct sampling_site_key *key, struct sampling_frame *b
     key->recent = recent;
     key->cfps = capture->cfps;
     key->site = NULL;
-    const struct sampling_stack *same = capture->same;
+    const struct sampling_site *same = capture->same;
     /* the stack is a recent site's (buf was not written): that site, if
      * the rest of the key is too; else its frames are this key's */
     if (same) {
         if (sampling_site_rest_equal(same, key)) {
-            key->site = (struct sampling_stack *)same;
+            key->site = (struct sampling_site *)same;
             key->frames = same->frames;
         }
         else {

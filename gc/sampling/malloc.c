@@ -253,7 +253,7 @@ malloc_inline_ok(void)
  * later, when the site it matched may be gone. */
 #define MALLOC_RECENT_SLOT (SAMPLING_RECENT_SLOTS - 1)
 STATIC_ASSERT(malloc_recent_slot, HEAP_COUNT <= MALLOC_RECENT_SLOT);
-static struct sampling_stack *const malloc_no_recent[SAMPLING_RECENT_WAYS];
+static struct sampling_site *const malloc_no_recent[SAMPLING_RECENT_WAYS];
 
 /* The queued events of the block at `from` now name `to` (NULL: freed).
  * Under malloc_lock; only when the block has some (b->pending). */

@@ -97,7 +97,7 @@ pprof_site_sample(struct pprof_build *b, const uint64_t *ids, uint32_t n, struct
 /* A site's string labels: type, memory, class, and its label set. */
 #define SITE_LABELS_MAX (3 + SAMPLING_LABELS_PAIRS)
 static size_t
-pprof_site_labels(struct pprof_build *b, const struct sampling_stack *site, const struct sampling_site_ids *s,
+pprof_site_labels(struct pprof_build *b, const struct sampling_site *site, const struct sampling_site_ids *s,
                   struct pprof_label *labels)
 {
     struct pprof *p = b->p;

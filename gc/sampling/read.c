@@ -155,7 +155,7 @@ read_record(const struct read_state *rd, size_t index)
 
 /* A site's names for a read: its own once named, else made now. */
 struct site_names {
-    const struct sampling_stack *site;
+    const struct sampling_site *site;
     struct sampling_names *made;
     read_convert_fn *convert;
     void *arg;
@@ -167,7 +167,7 @@ site_names_convert(VALUE arg)
     struct site_names *sn = (struct site_names *)arg;
     const struct sampling_names *names = sn->site->names;
     if (!names) {
-        const struct sampling_stack *s = sn->site;
+        const struct sampling_site *s = sn->site;
         names = sn->made = sampling_names_of(s->frames, s->nframes, s->kind.origin, s->klass);
         if (!names) rb_memerror();
     }
@@ -184,7 +184,7 @@ site_names_free(VALUE arg)
 /* The conversion of site, made once per read.  It is registered (as 0)
  * before it is made, so one that raises half-way is not made again. */
 st_data_t
-read_site(struct read_state *rd, const struct sampling_stack *site, read_convert_fn *convert, void *arg)
+read_site(struct read_state *rd, const struct sampling_site *site, read_convert_fn *convert, void *arg)
 {
     st_data_t converted;
     if (st_lookup(rd->sites, (st_data_t)site, &converted)) return converted;
@@ -260,7 +260,7 @@ read_inuse_aged(struct read_state *rd, st_table *inuse, uint32_t min_gcs)
     for (size_t i = 0; i < r->nlive; i++) {
         const struct sampling_record *rec = read_record(rd, r->live[i].record);
         if (!rec || (min_gcs && sampling_record_age(rec, gcs) < min_gcs)) continue;
-        struct site_values *sv = values_at(inuse, (st_data_t)rec->stack);
+        struct site_values *sv = values_at(inuse, (st_data_t)rec->site);
         sv->inuse_space += rec->weight;
         double objects = rec->weight / (double)sampling_record_size(rec);
         sv->inuse_objects += objects;
@@ -278,7 +278,7 @@ read_peak(struct read_state *rd, st_table *by_site, struct site_values *other)
     for (size_t i = 0; i < r->used; i++) {
         const struct sampling_record *rec = read_record(rd, i);
         if (!rec || !sampling_record_in_peak(r, rec)) continue;
-        struct site_values *sv = values_at(by_site, (st_data_t)rec->stack);
+        struct site_values *sv = values_at(by_site, (st_data_t)rec->site);
         sv->inuse_space += rec->weight;
         sv->inuse_objects += rec->weight / (double)sampling_record_size(rec);
     }
@@ -311,7 +311,7 @@ read_peak(struct read_state *rd, st_table *by_site, struct site_values *other)
 }
 
 struct site_values
-read_site_values(const struct sampling_stack *site, st_table *inuse)
+read_site_values(const struct sampling_site *site, st_table *inuse)
 {
     struct site_values sv = { site->alloc_space, site->alloc_objects, 0, 0, 0, site->life };
     st_data_t v;

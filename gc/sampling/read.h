@@ -29,7 +29,7 @@
 struct read_state {
     st_table *sites;        /* site -> its conversion (read_site) */
     uint64_t limit;
-    const struct sampling_stack *newest;
+    const struct sampling_site *newest;
     unsigned int lev;
     bool reading;
 };
@@ -79,13 +79,13 @@ const struct sampling_record *read_record(const struct read_state *rd, size_t in
 /* Every site the read sees, oldest first: up to `newest` as it was when
  * the read began (sites made since, by the reader's own samples, come after). */
 #define READ_SITES_FOREACH(rd, s) \
-    for (const struct sampling_stack *s = (rd)->newest ? sampler_records()->sites.oldest : NULL; s; \
+    for (const struct sampling_site *s = (rd)->newest ? sampler_records()->sites.oldest : NULL; s; \
          s = s == (rd)->newest ? NULL : s->newer)
 
 /* The conversion of a site for this read, made once from its names
  * (records.h; made for the read if the site is not named) by convert. */
 typedef st_data_t read_convert_fn(const struct sampling_names *names, void *arg);
-st_data_t read_site(struct read_state *rd, const struct sampling_stack *site, read_convert_fn *convert, void *arg);
+st_data_t read_site(struct read_state *rd, const struct sampling_site *site, read_convert_fn *convert, void *arg);
 
 /* Frames as Sample#frames gives them: a frozen Array of frozen
  * [path, lineno, label]; read_synthetic_frames, the one frame [name, 0,
@@ -111,7 +111,7 @@ void read_inuse(struct read_state *rd, st_table *inuse);
  * (records.h's age): write_pprof's min_gcs:, the in-use values without
  * the young. */
 void read_inuse_aged(struct read_state *rd, st_table *inuse, uint32_t min_gcs);
-struct site_values read_site_values(const struct sampling_stack *site, st_table *inuse);
+struct site_values read_site_values(const struct sampling_site *site, st_table *inuse);
 void read_inuse_free(st_table *inuse);
 
 /* The live set at the peak (timeline.h), as read_inuse gives the live

@@ -125,7 +125,7 @@ peak_spill(struct sampling_records *r, const struct sampling_record *rec)
         p->spill = spill;
         p->spill_capacity = capacity;
     }
-    p->spill[p->nspill++] = (struct sampling_peak_entry){ rec->stack->id, rec->weight, sampling_record_size(rec) };
+    p->spill[p->nspill++] = (struct sampling_peak_entry){ rec->site->id, rec->weight, sampling_record_size(rec) };
 }
 
 static void
@@ -133,7 +133,7 @@ release_slot(struct sampling_records *r, uint32_t index)
 {
     struct sampling_record *rec = &r->items[index];
     if (sampling_record_in_peak(r, rec)) peak_spill(r, rec);
-    sampling_site_unuse(&r->sites, rec->stack);
+    sampling_site_unuse(&r->sites, rec->site);
     rec->seq = 0;
     r->free_slots[r->nfree++] = index;
 }
@@ -191,15 +191,15 @@ sampling_records_add(struct sampling_records *r, const struct sampling_sample_in
 {
     /* the slot first: an eviction may leave a site idle, to fold */
     uint32_t index = take_slot(r);
-    struct sampling_stack *stack = sampling_sites_find(&r->sites, &in->site, !r->reading);
-    sampling_sites_count(&r->sites, stack, in->sample.weight, in->sample.weight / in->sample.size);
+    struct sampling_site *site = sampling_sites_find(&r->sites, &in->site, !r->reading);
+    sampling_sites_count(&r->sites, site, in->sample.weight, in->sample.weight / in->sample.size);
     if (index == SAMPLING_NONE) goto dropped;
-    if (!stack) goto give_back;
+    if (!site) goto give_back;
 
     struct sampling_record *rec = &r->items[index];
-    sampling_site_use(&r->sites, stack);
+    sampling_site_use(&r->sites, site);
     rec->seq = r->next_seq++;
-    rec->stack = stack;
+    rec->site = site;
     rec->weight = in->sample.weight;
     rec->allocated_bytes = in->sample.allocated_bytes;
     rec->freed_bytes = 0;
@@ -251,7 +251,7 @@ record_end_life(struct sampling_records *r, struct sampling_record *rec, struct 
     size_t gcs = sampling_record_set_freed_gc(rec, now.gc);
     rec->death = r->deaths++;
     rec->freed_bytes = now.bytes;
-    struct sampling_lifetimes *life = &rec->stack->life;
+    struct sampling_lifetimes *life = &rec->site->life;
     double w = rec->weight;
     /* its age (sampling_record_age): the collections before this one */
     life->died_space[sampling_age_bucket(gcs ? gcs - 1 : 0)] += w;
@@ -329,7 +329,7 @@ sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn
              * displaces was checked already); once in its life */
             struct sampling_record *rec = &r->items[l.record];
             rec->old = 1;
-            rec->stack->life.promoted_space += rec->weight;
+            rec->site->life.promoted_space += rec->weight;
             live_move(r, r->nold, i);
             r->live[r->nold] = l;
             rec->live_pos = (uint32_t)r->nold;
@@ -436,8 +436,8 @@ sampling_records_resize(struct sampling_records *r, uint32_t index, uint64_t seq
 void
 sampling_records_tally(struct sampling_records *r, const struct sampling_sample_in *in)
 {
-    struct sampling_stack *stack = sampling_sites_find(&r->sites, &in->site, !r->reading);
-    sampling_sites_count(&r->sites, stack, in->sample.weight, in->sample.weight / (double)in->sample.size);
+    struct sampling_site *site = sampling_sites_find(&r->sites, &in->site, !r->reading);
+    sampling_sites_count(&r->sites, site, in->sample.weight, in->sample.weight / (double)in->sample.size);
 }
 
 void

@@ -82,7 +82,7 @@ struct sampling_sample {
  * struct); what only a live or only a dead record needs shares a word. */
 struct sampling_record {
     uint64_t seq;           /* 1, 2, ... in order taken; 0: slot unused */
-    struct sampling_stack *stack;   /* where, the class and the type */
+    struct sampling_site *site;     /* where, the class and the type */
     double weight;          /* the sample's (struct sampling_sample) */
     uint64_t allocated_bytes;
     uint64_t freed_bytes;   /* dead: the allocation clock when found dead */

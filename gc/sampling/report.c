@@ -98,7 +98,7 @@ totals_body(VALUE arg)
         const struct sampling_record *rec = read_record(&t->read, r->live[i].record);
         if (!rec) continue;
         st_data_t list;
-        const struct sampling_stack *site = rec->stack;
+        const struct sampling_site *site = rec->site;
         size_t age = sampling_record_age(rec, gc_count);
         if (!st_lookup(ages, (st_data_t)site, &list)) {
             list = (st_data_t)rb_ary_new();

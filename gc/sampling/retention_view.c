@@ -31,7 +31,7 @@
 struct view_entry {
     uint32_t node;              /* RETENTION_NONE: no path (cut or unreachable) */
     uint64_t obj_hop;           /* no path: the location of the object's own hop */
-    const struct sampling_stack *site;
+    const struct sampling_site *site;
     uint64_t marker;            /* location id of the cut / unreachable / object hops */
     double space, objects;
 };
@@ -93,7 +93,7 @@ pprof_view_body(VALUE arg)
     VALUE keep = rb_ary_new();
     LIVE_TARGETS_FOREACH(rv, i, obj) {
         const struct sampling_record *rec = read_record(&rv->read, i);
-        struct view_entry e = { retention_target_node(&paths->walk, (uintptr_t)obj), 0, rec->stack, 0,
+        struct view_entry e = { retention_target_node(&paths->walk, (uintptr_t)obj), 0, rec->site, 0,
                                 rec->weight, rec->weight / (double)sampling_record_size(rec) };
         if (e.node == RETENTION_NONE) {
             /* no path: the marker and the object's own hop as two locations (merged by class) */
@@ -199,7 +199,7 @@ report_row(struct rview *rv, size_t i, VALUE obj, uint32_t node)
     VALUE path = node == RETENTION_NONE ? rpaths_no_path(rv->paths, obj)
                                         : rpaths_node_path(rv->paths, node, RETENTION_SHOWN);
     double weight = read_record(&rv->read, i)->weight;
-    VALUE where = (VALUE)read_site(&rv->read, read_record(&rv->read, i)->stack, site_text_convert, NULL);
+    VALUE where = (VALUE)read_site(&rv->read, read_record(&rv->read, i)->site, site_text_convert, NULL);
     return rb_ary_new_from_args(3, path, DBL2NUM(weight), where);
 }
 

@@ -109,11 +109,11 @@ VALUE
 sampling_sample_new(struct read_state *rd, size_t i)
 {
     const struct sampling_record *rec = read_record(rd, i);
-    VALUE frames = (VALUE)read_site(rd, rec->stack, frames_convert, NULL);
+    VALUE frames = (VALUE)read_site(rd, rec->site, frames_convert, NULL);
     struct sample_view *v;
     VALUE sample = TypedData_Make_Struct(cSample, struct sample_view, &sample_type, v);
     rec = read_record(rd, i);   /* (again: the table may have moved) */
-    const struct sampling_stack *site = rec->stack;
+    const struct sampling_site *site = rec->site;
     v->index = (uint32_t)i;
     v->seq = rec->seq;
     RB_OBJ_WRITE(sample, &v->klass, site->klass ? (VALUE)site->klass : Qnil);

@@ -1307,7 +1307,7 @@ records_verify(const char *when)
 
 
 static struct sampling_names *
-sampling_name_site(const struct sampling_stack *site, void *objspace)
+sampling_name_site(const struct sampling_site *site, void *objspace)
 {
     return sampling_names_of(site->frames, site->nframes, site->kind.origin, site->klass);
 }

@@ -33,33 +33,33 @@ sampling_stack_hash(const struct sampling_frame *frames, uint32_t nframes, bool 
  * moves under compaction, the hash does not: compaction rebuilds the
  * table when a class moved. */
 static inline size_t
-stack_home(uint64_t hash, uintptr_t klass, uint32_t labels, size_t mask)
+site_home(uint64_t hash, uintptr_t klass, uint32_t labels, size_t mask)
 {
     uint64_t h = hash ^ (((uint64_t)klass ^ ((uint64_t)labels << 48)) * PROBE_GOLDEN);
     return (size_t)(h ^ (h >> 29)) & mask;
 }
 
 static bool
-site_equal(const struct sampling_stack *s, const struct sampling_site_key *key)
+site_equal(const struct sampling_site *s, const struct sampling_site_key *key)
 {
     return s->hash == key->hash && s->nframes == key->nframes && s->truncated == key->truncated &&
         sampling_site_rest_equal(s, key) && memcmp(s->frames, key->frames, key->nframes * sizeof(*key->frames)) == 0;
 }
 
 static void
-table_insert(struct sampling_stack_table *t, struct sampling_stack *s)
+table_insert(struct sampling_site_table *t, struct sampling_site *s)
 {
     size_t mask = t->capacity - 1;
-    size_t i = stack_home(s->hash, s->klass, s->labels, mask);
+    size_t i = site_home(s->hash, s->klass, s->labels, mask);
     while (t->slots[i]) i = probe_next(i, mask);
     t->slots[i] = s;
     t->size++;
 }
 
 static bool
-table_grow(struct sampling_stack_table *t)
+table_grow(struct sampling_site_table *t)
 {
-    struct sampling_stack_table bigger = { 0 };
+    struct sampling_site_table bigger = { 0 };
     bigger.capacity = t->capacity ? t->capacity * 2 : 256;
     bigger.slots = calloc(bigger.capacity, sizeof(*bigger.slots));
     if (!bigger.slots) return false;
@@ -72,29 +72,29 @@ table_grow(struct sampling_stack_table *t)
 /* The slot holding s, or SIZE_MAX: its probe run from home, to the first
  * empty slot. */
 static size_t
-table_slot_of(const struct sampling_stack_table *t, const struct sampling_stack *s)
+table_slot_of(const struct sampling_site_table *t, const struct sampling_site *s)
 {
     if (!t->capacity) return SIZE_MAX;
     size_t mask = t->capacity - 1;
-    for (size_t i = stack_home(s->hash, s->klass, s->labels, mask); t->slots[i]; i = probe_next(i, mask)) {
+    for (size_t i = site_home(s->hash, s->klass, s->labels, mask); t->slots[i]; i = probe_next(i, mask)) {
         if (t->slots[i] == s) return i;
     }
     return SIZE_MAX;
 }
 
-static bool slot_empty(void *t, size_t i) { return !((struct sampling_stack_table *)t)->slots[i]; }
+static bool slot_empty(void *t, size_t i) { return !((struct sampling_site_table *)t)->slots[i]; }
 static size_t
 slot_home(void *t, size_t i)
 {
-    const struct sampling_stack *s = ((struct sampling_stack_table *)t)->slots[i];
-    return stack_home(s->hash, s->klass, s->labels, ((struct sampling_stack_table *)t)->capacity - 1);
+    const struct sampling_site *s = ((struct sampling_site_table *)t)->slots[i];
+    return site_home(s->hash, s->klass, s->labels, ((struct sampling_site_table *)t)->capacity - 1);
 }
-static void slot_move(void *t, size_t from, size_t to) { struct sampling_stack_table *tt = t; tt->slots[to] = tt->slots[from]; }
-static void slot_clear(void *t, size_t i) { ((struct sampling_stack_table *)t)->slots[i] = NULL; }
+static void slot_move(void *t, size_t from, size_t to) { struct sampling_site_table *tt = t; tt->slots[to] = tt->slots[from]; }
+static void slot_clear(void *t, size_t i) { ((struct sampling_site_table *)t)->slots[i] = NULL; }
 static const struct probe_ops table_probe_ops = { slot_empty, slot_home, slot_move, slot_clear };
 
 static void
-table_remove(struct sampling_stack_table *t, struct sampling_stack *s)
+table_remove(struct sampling_site_table *t, struct sampling_site *s)
 {
     size_t hole = table_slot_of(t, s);
     SAMPLING_ASSERT(hole != SIZE_MAX);  /* every stored site is in its run (sampling_sites_verify) */
@@ -107,13 +107,13 @@ table_remove(struct sampling_stack_table *t, struct sampling_stack *s)
  * named, each frame's iseq and method entry (0: none).  A named site
  * keeps its class while the class lives (Sample#klass), nothing else. */
 static inline uint32_t
-stack_nrefs(const struct sampling_stack *s)
+site_nrefs(const struct sampling_site *s)
 {
     return s->names ? 1 : 1 + 2 * s->nframes;
 }
 
 static inline uintptr_t
-stack_ref(const struct sampling_stack *s, uint32_t i)
+site_ref(const struct sampling_site *s, uint32_t i)
 {
     if (i == 0) return s->klass;
     const struct sampling_frame *f = &s->frames[(i - 1) / 2];
@@ -122,22 +122,22 @@ stack_ref(const struct sampling_stack *s, uint32_t i)
 
 /* Lets go of the first n references of s. */
 static void
-stack_drop_refs(struct sampling_sites *sites, const struct sampling_stack *s, uint32_t n)
+site_drop_refs(struct sampling_sites *sites, const struct sampling_site *s, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
-        uintptr_t ref = stack_ref(s, i);
+        uintptr_t ref = site_ref(s, i);
         if (ref) refset_remove(&sites->refs, ref);
     }
 }
 
 /* Holds every reference of s, or (out of memory) none. */
 static bool
-stack_hold_refs(struct sampling_sites *sites, const struct sampling_stack *s)
+site_hold_refs(struct sampling_sites *sites, const struct sampling_site *s)
 {
-    for (uint32_t i = 0; i < stack_nrefs(s); i++) {
-        uintptr_t ref = stack_ref(s, i);
+    for (uint32_t i = 0; i < site_nrefs(s); i++) {
+        uintptr_t ref = site_ref(s, i);
         if (ref && !refset_add(&sites->refs, ref)) {
-            stack_drop_refs(sites, s, i);
+            site_drop_refs(sites, s, i);
             return false;
         }
     }
@@ -151,7 +151,7 @@ struct sampling_names sampling_names_unknown = { NULL, 0 };
 /* ---- the site list and the idle list ---- */
 
 static void
-site_link(struct sampling_sites *sites, struct sampling_stack *s)
+site_link(struct sampling_sites *sites, struct sampling_site *s)
 {
     s->older = sites->newest;
     s->newer = NULL;
@@ -162,7 +162,7 @@ site_link(struct sampling_sites *sites, struct sampling_stack *s)
 }
 
 static void
-site_unlink(struct sampling_sites *sites, struct sampling_stack *s)
+site_unlink(struct sampling_sites *sites, struct sampling_site *s)
 {
     if (s->older) s->older->newer = s->newer;
     else sites->oldest = s->newer;
@@ -172,7 +172,7 @@ site_unlink(struct sampling_sites *sites, struct sampling_stack *s)
 }
 
 static void
-idle_link(struct sampling_sites *sites, struct sampling_stack *s)
+idle_link(struct sampling_sites *sites, struct sampling_site *s)
 {
     s->idle_older = sites->idle_newest;
     s->idle_newer = NULL;
@@ -182,7 +182,7 @@ idle_link(struct sampling_sites *sites, struct sampling_stack *s)
 }
 
 static void
-idle_unlink(struct sampling_sites *sites, struct sampling_stack *s)
+idle_unlink(struct sampling_sites *sites, struct sampling_site *s)
 {
     if (s->idle_older) s->idle_older->idle_newer = s->idle_newer;
     else sites->idle_oldest = s->idle_newer;
@@ -191,13 +191,13 @@ idle_unlink(struct sampling_sites *sites, struct sampling_stack *s)
 }
 
 void
-sampling_site_use(struct sampling_sites *sites, struct sampling_stack *s)
+sampling_site_use(struct sampling_sites *sites, struct sampling_site *s)
 {
     if (s->refcount++ == 0) idle_unlink(sites, s);
 }
 
 void
-sampling_site_unuse(struct sampling_sites *sites, struct sampling_stack *s)
+sampling_site_unuse(struct sampling_sites *sites, struct sampling_site *s)
 {
     SAMPLING_ASSERT(s->refcount > 0);
     if (--s->refcount == 0) idle_link(sites, s);
@@ -205,7 +205,7 @@ sampling_site_unuse(struct sampling_sites *sites, struct sampling_stack *s)
 
 /* s is named or freed: no longer a site a capture may match. */
 static void
-recent_forget(struct sampling_sites *sites, const struct sampling_stack *s)
+recent_forget(struct sampling_sites *sites, const struct sampling_site *s)
 {
     for (int i = 0; i < SAMPLING_RECENT_SLOTS; i++) {
         for (int j = 0; j < SAMPLING_RECENT_WAYS; j++) {
@@ -215,11 +215,11 @@ recent_forget(struct sampling_sites *sites, const struct sampling_stack *s)
 }
 
 static void
-site_free(struct sampling_sites *sites, struct sampling_stack *s)
+site_free(struct sampling_sites *sites, struct sampling_site *s)
 {
     recent_forget(sites, s);
     if (!s->names) table_remove(&sites->table, s);
-    stack_drop_refs(sites, s, stack_nrefs(s));
+    site_drop_refs(sites, s, site_nrefs(s));
     if (s->names != &sampling_names_unknown) free(s->names);
     site_unlink(sites, s);
     free(s);
@@ -230,7 +230,7 @@ site_free(struct sampling_sites *sites, struct sampling_stack *s)
 static bool
 site_fold_oldest_idle(struct sampling_sites *sites)
 {
-    struct sampling_stack *s = sites->idle_oldest;
+    struct sampling_site *s = sites->idle_oldest;
     if (!s) return false;
     sites->other_space += s->alloc_space;
     sites->other_objects += s->alloc_objects;
@@ -241,24 +241,24 @@ site_fold_oldest_idle(struct sampling_sites *sites)
     return true;
 }
 
-static struct sampling_stack *
+static struct sampling_site *
 sites_lookup(struct sampling_sites *sites, const struct sampling_site_key *key, bool may_fold)
 {
     if (key->site) {
         SAMPLING_ASSERT(site_equal(key->site, key));
         return key->site;
     }
-    struct sampling_stack_table *t = &sites->table;
+    struct sampling_site_table *t = &sites->table;
     if (t->capacity) {
         size_t mask = t->capacity - 1;
-        for (size_t i = stack_home(key->hash, key->klass, key->labels, mask); t->slots[i]; i = probe_next(i, mask)) {
+        for (size_t i = site_home(key->hash, key->klass, key->labels, mask); t->slots[i]; i = probe_next(i, mask)) {
             if (site_equal(t->slots[i], key)) return t->slots[i];
         }
     }
     if (sites->count >= sites->max && !(may_fold && site_fold_oldest_idle(sites))) return NULL;
     if (probe_full(t->size, t->capacity) && !table_grow(t)) return NULL;
     /* (one frame more: the end mark the capture's compare stops at) */
-    struct sampling_stack *s = malloc(sizeof(*s) + (key->nframes + 1) * sizeof(*key->frames));
+    struct sampling_site *s = malloc(sizeof(*s) + (key->nframes + 1) * sizeof(*key->frames));
     if (!s) return NULL;
     memset(s, 0, sizeof(*s));
     s->hash = key->hash;
@@ -270,7 +270,7 @@ sites_lookup(struct sampling_sites *sites, const struct sampling_site_key *key, 
     s->id = ++site_ids;
     memcpy(s->frames, key->frames, key->nframes * sizeof(*key->frames));
     s->frames[s->nframes] = (struct sampling_frame){ 0, 0, SAMPLING_FRAME_END };
-    if (!stack_hold_refs(sites, s)) {
+    if (!site_hold_refs(sites, s)) {
         free(s);
         return NULL;
     }
@@ -280,10 +280,10 @@ sites_lookup(struct sampling_sites *sites, const struct sampling_site_key *key, 
     return s;
 }
 
-struct sampling_stack *
+struct sampling_site *
 sampling_sites_find(struct sampling_sites *sites, const struct sampling_site_key *key, bool may_fold)
 {
-    struct sampling_stack *s = sites_lookup(sites, key, may_fold);
+    struct sampling_site *s = sites_lookup(sites, key, may_fold);
     if (s && !key->site) {
         s->cfps = key->cfps;
         struct sampling_recent *r = &sites->recent[key->recent];
@@ -317,10 +317,10 @@ sampling_sites_check_refs(struct sampling_sites *sites, sampling_ref_state_fn *s
         /* a minor GC frees no old object: a site whose references were
          * all old at its last look cannot lose one now */
         if (!major && site->refs_old) continue;
-        uint32_t n = stack_nrefs(site);
+        uint32_t n = site_nrefs(site);
         bool dead_klass = false, dead_frame = false, all_old = true;
         for (uint32_t i = 0; i < n; i++) {
-            uintptr_t ref = stack_ref(site, i);
+            uintptr_t ref = site_ref(site, i);
             if (!ref) continue;
             int st = state(ref, data);
             if (st == 0) {
@@ -339,7 +339,7 @@ sampling_sites_check_refs(struct sampling_sites *sites, sampling_ref_state_fn *s
             table_remove(&sites->table, site);
             recent_forget(sites, site);
             for (uint32_t i = 1; i < n; i++) {
-                uintptr_t ref = stack_ref(site, i);
+                uintptr_t ref = site_ref(site, i);
                 if (ref) refset_remove(&sites->refs, ref);
             }
             site->names = names ? names : &sampling_names_unknown;
@@ -372,7 +372,7 @@ sampling_sites_update_references(struct sampling_sites *sites, sampling_location
      * may have.  Then the table is rebuilt in place from the site list,
      * needing no memory. */
     if (klass_moved) {
-        struct sampling_stack_table *t = &sites->table;
+        struct sampling_site_table *t = &sites->table;
         memset(t->slots, 0, t->capacity * sizeof(*t->slots));
         t->size = 0;
         SAMPLING_SITES_FOREACH(sites, site) {
@@ -430,7 +430,7 @@ sampling_sites_memsize(const struct sampling_sites *sites)
 void
 sampling_sites_free(struct sampling_sites *sites)
 {
-    for (struct sampling_stack *s = sites->oldest, *next; s; s = next) {
+    for (struct sampling_site *s = sites->oldest, *next; s; s = next) {
         next = s->newer;
         if (s->names != &sampling_names_unknown) free(s->names);
         free(s);
@@ -447,7 +447,7 @@ sampling_sites_verify(const struct sampling_sites *sites, size_t uses)
     size_t count = 0, idle = 0, in_table = 0, refcounts = 0;
     const char *err = probe_verify(&sites->table, sites->table.capacity, sites->table.size, &table_probe_ops);
     if (!err) err = refset_verify(&sites->refs);
-    for (const struct sampling_stack *s = sites->oldest; s && !err; s = s->newer) {
+    for (const struct sampling_site *s = sites->oldest; s && !err; s = s->newer) {
         count++;
         if (s->newer ? s->newer->older != s : sites->newest != s) err = "the site list is broken";
         if (s->refcount == 0) idle++;
@@ -464,7 +464,7 @@ sampling_sites_verify(const struct sampling_sites *sites, size_t uses)
     if (!err && in_table != sites->table.size) err = "the table does not hold exactly the unnamed sites";
     if (!err && refcounts != uses) err = "site refcounts != records";
     size_t idle_listed = 0;
-    for (const struct sampling_stack *s = sites->idle_oldest; s && !err; s = s->idle_newer) {
+    for (const struct sampling_site *s = sites->idle_oldest; s && !err; s = s->idle_newer) {
         idle_listed++;
         if (s->refcount) err = "a used site is on the idle list";
         if (s->idle_newer ? s->idle_newer->idle_older != s : sites->idle_newest != s) err = "the idle list is broken";
@@ -472,16 +472,16 @@ sampling_sites_verify(const struct sampling_sites *sites, size_t uses)
     }
     if (!err && idle_listed != idle) err = "idle sites != the idle list";
     for (int i = 0; i < SAMPLING_RECENT_SLOTS * SAMPLING_RECENT_WAYS && !err; i++) {
-        const struct sampling_stack *r = sites->recent[i / SAMPLING_RECENT_WAYS].ways[i % SAMPLING_RECENT_WAYS];
-        const struct sampling_stack *s = sites->oldest;
+        const struct sampling_site *r = sites->recent[i / SAMPLING_RECENT_WAYS].ways[i % SAMPLING_RECENT_WAYS];
+        const struct sampling_site *s = sites->oldest;
         while (r && s && s != r) s = s->newer;
         if (r && (!s || r->names)) err = "a recent site is named or gone";
     }
     /* every reference held is counted once per site that holds it */
     struct refset expected = { 0 };
-    for (const struct sampling_stack *s = sites->oldest; s; s = s->newer) {
-        for (uint32_t j = 0; j < stack_nrefs(s); j++) {
-            if (stack_ref(s, j)) refset_add(&expected, stack_ref(s, j));
+    for (const struct sampling_site *s = sites->oldest; s; s = s->newer) {
+        for (uint32_t j = 0; j < site_nrefs(s); j++) {
+            if (site_ref(s, j)) refset_add(&expected, site_ref(s, j));
         }
     }
     if (!err && expected.size != sites->refs.size) err = "refs hold a different set";

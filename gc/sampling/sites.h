@@ -179,12 +179,12 @@ sampling_lifetimes_add(struct sampling_lifetimes *to, const struct sampling_life
 }
 
 /* A site (see the model above). */
-struct sampling_stack {
+struct sampling_site {
     uint64_t hash;          /* of the frames only */
     uintptr_t klass;        /* 0: hidden object or internal (T_IMEMO), or a class that died */
     struct sampling_names *names;   /* set once named; then frames are not read */
-    struct sampling_stack *older, *newer;           /* every site, oldest first */
-    struct sampling_stack *idle_older, *idle_newer; /* sites no record uses, oldest first */
+    struct sampling_site *older, *newer;            /* every site, oldest first */
+    struct sampling_site *idle_older, *idle_newer;  /* sites no record uses, oldest first */
     double alloc_space;     /* estimated bytes allocated here (every sample's weight) */
     double alloc_objects;   /* estimated objects (every sample's weight / size) */
     struct sampling_lifetimes life;     /* what its recorded samples did (above) */
@@ -199,8 +199,8 @@ struct sampling_stack {
     struct sampling_frame frames[];     /* nframes, then one with pc SAMPLING_FRAME_END */
 };
 
-struct sampling_stack_table {
-    struct sampling_stack **slots;  /* open addressing, NULL: empty */
+struct sampling_site_table {
+    struct sampling_site **slots;   /* open addressing, NULL: empty */
     size_t capacity, size;
 };
 
@@ -210,16 +210,16 @@ struct sampling_stack_table {
 #define SAMPLING_RECENT_SLOTS 16
 #define SAMPLING_RECENT_WAYS 4
 struct sampling_recent {
-    struct sampling_stack *ways[SAMPLING_RECENT_WAYS];  /* NULL: none; never a named or freed site */
+    struct sampling_site *ways[SAMPLING_RECENT_WAYS];   /* NULL: none; never a named or freed site */
     uint32_t next;                                      /* the way a new site replaces */
 };
 
 struct sampling_sites {
     size_t max;                         /* sites kept (max_samples) */
     struct sampling_recent recent[SAMPLING_RECENT_SLOTS];
-    struct sampling_stack_table table;  /* the sites not named */
-    struct sampling_stack *oldest, *newest;             /* every site */
-    struct sampling_stack *idle_oldest, *idle_newest;   /* sites without records */
+    struct sampling_site_table table;   /* the sites not named */
+    struct sampling_site *oldest, *newest;              /* every site */
+    struct sampling_site *idle_oldest, *idle_newest;    /* sites without records */
     size_t count;
     struct refset refs;                 /* the references sites hold */
     double other_space, other_objects;  /* totals of folded sites, and of samples no site could take */
@@ -239,20 +239,20 @@ struct sampling_site_key {
     uint32_t labels;                    /* label set id (labels.h), 0: none */
     uint8_t recent;                     /* the recent slot to set (< SAMPLING_RECENT_SLOTS) */
     uint32_t cfps;                      /* control frames the capture saw (not part of the key) */
-    struct sampling_stack *site;        /* non-NULL: this site equals the key (the capture found it) */
+    struct sampling_site *site;         /* non-NULL: this site equals the key (the capture found it) */
 };
 
 /* Whether site s has key's class, kind and label set: every part of the
  * key but the stack (the one list of them: a new key field goes here). */
 static inline bool
-sampling_site_rest_equal(const struct sampling_stack *s, const struct sampling_site_key *key)
+sampling_site_rest_equal(const struct sampling_site *s, const struct sampling_site_key *key)
 {
     return s->klass == key->klass && s->kind.word == key->kind.word && s->labels == key->labels;
 }
 
 /* The recent sites of slot (SAMPLING_RECENT_WAYS, some NULL) for a
  * capture to compare with (sampling_frames_capture). */
-static inline struct sampling_stack *const *
+static inline struct sampling_site *const *
 sampling_sites_recent(const struct sampling_sites *sites, uint8_t slot)
 {
     return sites->recent[slot].ways;
@@ -261,12 +261,12 @@ sampling_sites_recent(const struct sampling_sites *sites, uint8_t slot)
 /* The site of key, stored now if new (idle, no record yet); NULL when
  * it would pass max sites and none can be folded (none is idle, or
  * may_fold is false: a read is on), or without memory. */
-struct sampling_stack *sampling_sites_find(struct sampling_sites *sites, const struct sampling_site_key *key,
-                                           bool may_fold);
+struct sampling_site *sampling_sites_find(struct sampling_sites *sites, const struct sampling_site_key *key,
+                                          bool may_fold);
 
 /* Counts a sample's weight and objects to site (NULL: to other_*). */
 static inline void
-sampling_sites_count(struct sampling_sites *sites, struct sampling_stack *site, double weight, double objects)
+sampling_sites_count(struct sampling_sites *sites, struct sampling_site *site, double weight, double objects)
 {
     if (site) {
         site->alloc_space += weight;
@@ -279,8 +279,8 @@ sampling_sites_count(struct sampling_sites *sites, struct sampling_stack *site, 
 }
 
 /* A record takes the site / lets it go: a site no record uses is idle. */
-void sampling_site_use(struct sampling_sites *sites, struct sampling_stack *site);
-void sampling_site_unuse(struct sampling_sites *sites, struct sampling_stack *site);
+void sampling_site_use(struct sampling_sites *sites, struct sampling_site *site);
+void sampling_site_unuse(struct sampling_sites *sites, struct sampling_site *site);
 
 /* The end of a marking: `state` says of a reference (class, iseq, method
  * entry) 0: unmarked, it dies in this collection; 1: marked; 2: marked
@@ -291,7 +291,7 @@ void sampling_site_unuse(struct sampling_sites *sites, struct sampling_stack *si
  * each site's references, skipping in a minor marking (major false) the
  * sites whose references were all old. */
 typedef int sampling_ref_state_fn(uintptr_t ref, void *data);  /* as records.h's liveness, -1 included */
-typedef struct sampling_names *sampling_name_fn(const struct sampling_stack *site, void *data);
+typedef struct sampling_names *sampling_name_fn(const struct sampling_site *site, void *data);
 void sampling_sites_check_refs(struct sampling_sites *sites, sampling_ref_state_fn *state, sampling_name_fn *name,
                                void *data, bool major);
 
@@ -314,7 +314,7 @@ void sampling_sites_free(struct sampling_sites *sites);
 
 /* Bytes the sites hold: each site with its frames and its names, the
  * table, the set of references; O(sites), read only.  Bound: at most max
- * sites, each sizeof(struct sampling_stack) + (depth + 2) frames of 24
+ * sites, each sizeof(struct sampling_site) + (depth + 2) frames of 24
  * bytes (the end mark, and the location-only frame of a cut stack) and,
  * once named, its text; a table of at most 2 x max pointers (rounded up
  * to a power of two); a reference set of at most 2 x the distinct
@@ -326,6 +326,6 @@ size_t sampling_sites_memsize(const struct sampling_sites *sites);
 const char *sampling_sites_verify(const struct sampling_sites *sites, size_t uses);
 
 #define SAMPLING_SITES_FOREACH(sites, s) \
-    for (struct sampling_stack *s = (sites)->oldest; s; s = s->newer)
+    for (struct sampling_site *s = (sites)->oldest; s; s = s->newer)
 
 #endif

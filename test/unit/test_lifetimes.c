@@ -70,7 +70,7 @@ test_lives(void)
 
     state[1] = 0;
     sampling_records_check_liveness(&r, liveness, NULL, now(1, 5000), false);
-    const struct sampling_stack *s0 = r.items[shrt].stack, *s1 = r.items[prom].stack, *s2 = r.items[lng].stack;
+    const struct sampling_site *s0 = r.items[shrt].site, *s1 = r.items[prom].site, *s2 = r.items[lng].site;
     CHECK(s0->life.died_space[0] == 100, "died in the first GC: bucket 0 (%.0f)", s0->life.died_space[0]);
     CHECK(s0->life.heaptime == 100.0 * 4000, "heaptime: weight x bytes lived (%.0f)", s0->life.heaptime);
     CHECK(s0->life.objtime == 100.0 / 40 * 4000, "objtime: objects (weight / size) x bytes lived (%.0f)", s0->life.objtime);
@@ -87,7 +87,7 @@ test_lives(void)
 
     CHECK(sampling_records_end(&r, blk, r.items[blk].seq, now(5, 10000)), "the block is freed");
     CHECK(r.live_space[SAMPLING_LIVE_MALLOC] == 0 && r.live_count[SAMPLING_LIVE_MALLOC] == 0, "no malloc'd bytes live");
-    const struct sampling_stack *sb = r.items[blk].stack;
+    const struct sampling_site *sb = r.items[blk].site;
     CHECK(sb != s2 && sb->life.heaptime == 50.0 * 9000, "the block's heaptime, at a site of its own (%.0f)", sb->life.heaptime);
     CHECK(sb->life.objtime == 50.0 / 40 * 9000, "and its objtime (%.0f)", sb->life.objtime);
     CHECK(sb->life.died_space[3] == 50, "freed at GC 5, having survived 4: bucket 4-7 (%.0f)", sb->life.died_space[3]);
@@ -145,16 +145,16 @@ test_timeline(void)
     CHECK(t.peak.at.gc == 2 && sampling_row_live(&t.peak.at) == 300 && members(&r) == 3, "the peak is GC 2's (gc %llu)",
           (unsigned long long)t.peak.at.gc);
     int site1 = 0, site2 = 0;
-    const struct sampling_stack *later = r.items[r.live[r.nlive - 1].record].stack;
+    const struct sampling_site *later = r.items[r.live[r.nlive - 1].record].site;
     SAMPLING_RECORDS_FOREACH(&r, rec) {
-        site1 += sampling_record_in_peak(&r, rec) && rec->stack == r.items[1].stack;
-        site2 += sampling_record_in_peak(&r, rec) && rec->stack == later;
+        site1 += sampling_record_in_peak(&r, rec) && rec->site == r.items[1].site;
+        site2 += sampling_record_in_peak(&r, rec) && rec->site == later;
     }
     CHECK(site1 == 2 && site2 == 0, "the peak holds the peak's sites (dead since), not the later one");
 
     /* members whose records go leave what the peak needs behind (their
      * site is folded meanwhile: the id stays) */
-    uint64_t site1_id = r.items[1].stack->id;
+    uint64_t site1_id = r.items[1].site->id;
     sampling_records_set_max(&r, 2);
     CHECK(members(&r) + r.peak.nspill == 3, "evicted members spill (%zu members, %zu spilled)", members(&r), r.peak.nspill);
     double spilled = 0;
@@ -220,7 +220,7 @@ test_large_gc_counts(void)
     sampling_records_check_liveness(&r, liveness, NULL, now(base + 7, 5000), false);
     CHECK(r.items[a].dead && sampling_record_freed_gc(&r.items[a]) == base + 7, "found dead at 2^41 + 10 (%zu)",
           sampling_record_freed_gc(&r.items[a]));
-    CHECK(sampling_record_age(&r.items[a], base + 100) == 6 && r.items[a].stack->life.died_space[3] == 100,
+    CHECK(sampling_record_age(&r.items[a], base + 100) == 6 && r.items[a].site->life.died_space[3] == 100,
           "survived 6 (bucket 4-7), as the site counted");
     struct sampling_sample s = sampling_record_sample(&r.items[b]);
     CHECK(!r.items[b].dead && s.allocated_gc == base && s.weight == 100 && s.size == 40 && s.allocated_bytes == 1000,

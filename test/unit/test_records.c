@@ -61,7 +61,7 @@ ref_state(uintptr_t ref, void *data)
 
 static int named;
 static struct sampling_names *
-name_site(const struct sampling_stack *site, void *data)
+name_site(const struct sampling_site *site, void *data)
 {
     (void)data;
     named++;
@@ -77,7 +77,7 @@ static double
 site_total(const struct sampling_records *r)
 {
     double t = r->sites.other_space;
-    for (const struct sampling_stack *s = r->sites.oldest; s; s = s->newer) t += s->alloc_space;
+    for (const struct sampling_site *s = r->sites.oldest; s; s = s->newer) t += s->alloc_space;
     return t;
 }
 
@@ -121,9 +121,9 @@ static void
 find_recent(const struct sampling_records *r, struct sampling_sample_in *in)
 {
     if (rnd(2)) return;
-    struct sampling_stack *const *ways = sampling_sites_recent(&r->sites, in->site.recent);
+    struct sampling_site *const *ways = sampling_sites_recent(&r->sites, in->site.recent);
     for (int i = 0; i < SAMPLING_RECENT_WAYS; i++) {
-        struct sampling_stack *s = ways[i];
+        struct sampling_site *s = ways[i];
         if (s && !s->truncated && !in->site.truncated && s->nframes == in->site.nframes &&
             sampling_site_rest_equal(s, &in->site) && s->hash == in->site.hash &&
             memcmp(s->frames, in->site.frames, s->nframes * sizeof(*s->frames)) == 0) {
@@ -162,7 +162,7 @@ test_random_streams(void)
                 ref_major = rnd(2);
                 sampling_records_check_refs(&r, ref_state, name_site, NULL, ref_major);
                 /* no site holds a reference that died */
-                for (const struct sampling_stack *site = r.sites.oldest; site && ok; site = site->newer) {
+                for (const struct sampling_site *site = r.sites.oldest; site && ok; site = site->newer) {
                     bool held_dead = site->klass && ref_dead(site->klass, NULL);
                     for (uint32_t i = 0; !site->names && i < site->nframes; i++) {
                         held_dead |= (site->frames[i].iseq && ref_dead(site->frames[i].iseq, NULL)) ||
@@ -235,7 +235,7 @@ test_sharing_drop_evict(void)
     in.obj = 16;
     uint32_t b = sampling_records_add(&r, &in);
     CHECK(a != SAMPLING_NONE && b != SAMPLING_NONE, "two records");
-    CHECK(r.items[a].stack == r.items[b].stack && r.sites.table.size == 1, "one stack shared by both");
+    CHECK(r.items[a].site == r.items[b].site && r.sites.table.size == 1, "one stack shared by both");
     CHECK(refset_count(&r.sites.refs, 3000) == 1 && refset_count(&r.sites.refs, 1000) == 1, "the stack holds class and frame once");
     /* the same pcs under another C method: the same hash, another stack */
     struct sampling_frame g[2] = { { 0, 2008, 0 }, { 1008, 0, 2 } }, h[2] = { { 0, 2016, 0 }, { 1008, 0, 2 } };
@@ -245,12 +245,12 @@ test_sharing_drop_evict(void)
     hin.site.frames = h; hin.obj = 48; hin.site.hash = gin.site.hash;
     sampling_records_init(&r2, 4);
     uint32_t gi = sampling_records_add(&r2, &gin), hi = sampling_records_add(&r2, &hin);
-    CHECK(r2.items[gi].stack != r2.items[hi].stack && r2.sites.table.size == 2, "equal hashes, different frames: two stacks");
+    CHECK(r2.items[gi].site != r2.items[hi].site && r2.sites.table.size == 2, "equal hashes, different frames: two stacks");
     CHECK(sampling_records_add(&r2, &hin) != SAMPLING_NONE && r2.sites.table.size == 2, "and each is found again");
     /* the same frames, another class: another stack, which holds that class */
     hin.site.klass = 3008;
     uint32_t ki = sampling_records_add(&r2, &hin);
-    CHECK(ki != SAMPLING_NONE && r2.items[ki].stack != r2.items[hi].stack && r2.items[ki].stack->klass == 3008 &&
+    CHECK(ki != SAMPLING_NONE && r2.items[ki].site != r2.items[hi].site && r2.items[ki].site->klass == 3008 &&
           r2.sites.table.size == 3 && refset_count(&r2.sites.refs, 3008) == 1 && refset_count(&r2.sites.refs, 3000) == 2,
           "a stack per class at one place");
     CHECK(sampling_records_verify(&r2) == NULL, "invariants: %s", sampling_records_verify(&r2));
@@ -344,7 +344,7 @@ test_reserve(void)
     CHECK(sampling_records_memsize(&r) == 5000 * (64 + 4 + 16) + 8192 * 4, "records memsize %zu",
           sampling_records_memsize(&r));
     /* one site (the same stack): its struct, its frame and the end mark; a 256-slot table; a 64-entry refset */
-    size_t site_bytes = sizeof(struct sampling_stack) + 2 * sizeof(struct sampling_frame);
+    size_t site_bytes = sizeof(struct sampling_site) + 2 * sizeof(struct sampling_frame);
     CHECK(r.sites.count == 1 && sampling_sites_memsize(&r.sites) == site_bytes + 256 * sizeof(void *) + 64 * 16,
           "sites memsize %zu", sampling_sites_memsize(&r.sites));
     sampling_records_free(&r);
@@ -372,7 +372,7 @@ test_many_classes_one_place(void)
             in.obj = 8 * (1 + pass * 200 + k);
             in.site.klass = 8 * OBJECTS * 2 + 8 * k;
             uint32_t i = sampling_records_add(&r, &in);
-            if (i == SAMPLING_NONE || r.items[i].stack->klass != in.site.klass) ok = 0;
+            if (i == SAMPLING_NONE || r.items[i].site->klass != in.site.klass) ok = 0;
         }
     }
     CHECK(ok && r.sites.table.size == 200, "200 classes, 200 stacks, each found again (%zu)", r.sites.table.size);
@@ -421,7 +421,7 @@ test_totals_and_weak_refs(void)
         }
     }
     int exact = 1;
-    for (const struct sampling_stack *s = r.sites.oldest; s; s = s->newer) {
+    for (const struct sampling_site *s = r.sites.oldest; s; s = s->newer) {
         int site = (int)((s->frames[0].iseq - 1000) / 8);
         if (s->alloc_space != expected[site] || s->alloc_objects != expected[site] / 40) exact = 0;
     }
@@ -442,7 +442,7 @@ test_totals_and_weak_refs(void)
     struct sampling_sample_in in = { .obj = 8 * 2000, .site = { .klass = 3000, .frames = f[0], .nframes = 1 }, .sample = { .size = 40, .weight = 40 } };
     in.site.hash = sampling_stack_hash(f[0], 1, false);
     uint32_t i = sampling_records_add(&r, &in);
-    CHECK(i != SAMPLING_NONE && !r.items[i].stack->names && r.items[i].stack->alloc_space == 40 && r.sites.count == 4,
+    CHECK(i != SAMPLING_NONE && !r.items[i].site->names && r.items[i].site->alloc_space == 40 && r.sites.count == 4,
           "a new class at the dead one's address: a new site");
     CHECK(sampling_records_verify(&r) == NULL, "invariants: %s", sampling_records_verify(&r));
 
@@ -456,7 +456,7 @@ test_totals_and_weak_refs(void)
     gin.site.hash = sampling_stack_hash(g, 1, false);
     uint32_t gi = sampling_records_add(&r2, &gin);
     CHECK(gi != SAMPLING_NONE, "a site of class 40000");
-    struct sampling_stack *gs = r2.items[gi].stack;
+    struct sampling_site *gs = r2.items[gi].site;
     ref_epoch = 13 - (1016 / 8) % 13;
     CHECK(ref_dead(1016, NULL) && !ref_dead(40000, NULL), "only the frame dies");
     sampling_records_check_refs(&r2, ref_state, name_site, NULL, true);

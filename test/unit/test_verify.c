@@ -166,7 +166,7 @@ test_records(void)
     r.nfree--;
 
     /* sites */
-    struct sampling_stack *s = r.sites.oldest;
+    struct sampling_site *s = r.sites.oldest;
     s->refcount++;
     EXPECT(sampling_records_verify(&r), "refcounts", "sites: a refcount one too many");
     s->refcount--;
