@@ -167,8 +167,7 @@ site_names_convert(VALUE arg)
     struct site_names *sn = (struct site_names *)arg;
     const struct sampling_names *names = sn->site->names;
     if (!names) {
-        const struct sampling_site *s = sn->site;
-        names = sn->made = sampling_names_of(s->frames, s->nframes, s->kind.origin, s->klass);
+        names = sn->made = sampling_site_names(sn->site);
         if (!names) rb_memerror();
     }
     return (VALUE)sn->convert(names, sn->arg);
