@@ -861,6 +861,7 @@ sampling_names_of(const struct sampling_frame *frames, uint32_t nframes, uint8_t
 struct sampling_names *
 sampling_site_names(const struct sampling_site *site)
 {
+    if (site->names) return sampling_named_names(site->names);
     struct sampling_frame *frames = malloc((site->nframes ? site->nframes : 1) * sizeof(*frames));
     if (!frames) return NULL;
     sampling_site_frames(site, frames);

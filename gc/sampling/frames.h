@@ -93,7 +93,8 @@ uint32_t sampling_frames_resolve(const struct sampling_frame *frames, uint32_t n
 struct sampling_names *sampling_names_of(const struct sampling_frame *frames, uint32_t nframes, uint8_t origin,
                                          uintptr_t klass);
 
-/* The same of an unnamed site (its path's frames, its origin and class). */
+/* The same of a site: an unnamed one's from its path's frames, origin and
+ * class; a named one's as it was named (sampling_named_names). */
 struct sampling_names *sampling_site_names(const struct sampling_site *site);
 
 /* The one way every output names a class (a site's class, retention's

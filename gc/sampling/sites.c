@@ -283,6 +283,194 @@ path_hold(struct sampling_sites *sites, const struct sampling_frame *frames, uin
 /* A named site whose text could not be made (no memory): it shows as
  * unknown. */
 struct sampling_names sampling_names_unknown = { NULL, 0 };
+struct sampling_named sampling_named_unknown = { NULL, 0, false };
+
+/* ---- the location tree: named sites' text ---- */
+
+static uint64_t
+name_hash(const struct sampling_name_node *caller, const struct sampling_name *loc)
+{
+    uint64_t h = PROBE_FNV_OFFSET ^ ((uint64_t)(uintptr_t)caller * PROBE_GOLDEN);
+    h = probe_fnv1a(h, loc->path ? loc->path : "", loc->path ? loc->pathlen : 0);
+    h = (h ^ (loc->path ? 1 : 2)) * PROBE_FNV_PRIME;
+    h = probe_fnv1a(h, loc->label, loc->labellen);
+    return (h ^ (uint64_t)(uint32_t)loc->lineno) * PROBE_GOLDEN;
+}
+
+static inline size_t
+name_home(uint64_t hash, size_t mask)
+{
+    return (size_t)(hash ^ (hash >> 32)) & mask;
+}
+
+static bool
+name_equal(const struct sampling_name *a, const struct sampling_name *b)
+{
+    return !a->path == !b->path && a->pathlen == b->pathlen && a->labellen == b->labellen && a->lineno == b->lineno &&
+        (!a->path || memcmp(a->path, b->path, a->pathlen) == 0) && memcmp(a->label, b->label, a->labellen) == 0;
+}
+
+static struct sampling_name_node *
+name_find(const struct sampling_name_table *t, const struct sampling_name_node *caller, const struct sampling_name *loc,
+          uint64_t hash)
+{
+    if (!t->capacity) return NULL;
+    for (struct sampling_name_node *n = t->heads[name_home(hash, t->capacity - 1)]; n; n = n->next) {
+        if (n->hash == hash && n->caller == caller && name_equal(&n->loc, loc)) return n;
+    }
+    return NULL;
+}
+
+static void
+name_table_link(struct sampling_name_table *t, struct sampling_name_node *n)
+{
+    struct sampling_name_node **head = &t->heads[name_home(n->hash, t->capacity - 1)];
+    n->next = *head;
+    *head = n;
+}
+
+static bool
+name_table_grow(struct sampling_name_table *t)
+{
+    struct sampling_name_table bigger = { NULL, t->capacity ? t->capacity * 2 : 64, t->size, t->bytes };
+    bigger.heads = calloc(bigger.capacity, sizeof(*bigger.heads));
+    if (!bigger.heads) return false;
+    for (size_t i = 0; i < t->capacity; i++) {
+        for (struct sampling_name_node *n = t->heads[i], *next; n; n = next) {
+            next = n->next;
+            name_table_link(&bigger, n);
+        }
+    }
+    free(t->heads);
+    *t = bigger;
+    return true;
+}
+
+#define NAMES_FOREACH(t, n) \
+    for (size_t n##_i = 0; n##_i < (t)->capacity; n##_i++) \
+        for (struct sampling_name_node *n = (t)->heads[n##_i]; n; n = n->next)
+
+/* One holder of n fewer: a location no named site's path runs through
+ * any more is freed, and lets go of its caller. */
+static void
+name_release(struct sampling_name_table *t, struct sampling_name_node *n)
+{
+    while (n && --n->refcount == 0) {
+        struct sampling_name_node *caller = n->caller;
+        struct sampling_name_node **at = &t->heads[name_home(n->hash, t->capacity - 1)];
+        while (*at != n) at = &(*at)->next;
+        *at = n->next;
+        t->size--;
+        t->bytes -= n->size;
+        free(n);
+        n = caller;
+    }
+}
+
+/* A new location node under caller (whose refcount counts it); NULL
+ * without memory. */
+static struct sampling_name_node *
+name_new(struct sampling_name_table *t, struct sampling_name_node *caller, const struct sampling_name *loc, uint64_t hash)
+{
+    if (t->size >= t->capacity && !name_table_grow(t) && !t->capacity) return NULL;
+    size_t pathlen = loc->path ? loc->pathlen : 0, size = sizeof(struct sampling_name_node) + pathlen + loc->labellen;
+    struct sampling_name_node *n = malloc(size);
+    if (!n) return NULL;
+    if (pathlen) memcpy(n->text, loc->path, pathlen);
+    if (loc->labellen) memcpy(n->text + pathlen, loc->label, loc->labellen);
+    *n = (struct sampling_name_node){ caller, NULL, hash, 0, (uint32_t)size,
+                                      { loc->path ? n->text : NULL, n->text + pathlen, loc->pathlen, loc->labellen,
+                                        loc->lineno } };
+    name_table_link(t, n);
+    t->size++;
+    t->bytes += size;
+    if (caller) caller->refcount++;
+    return n;
+}
+
+/* A named site's text from the name function's block (freed here): its
+ * locations held as a path of the location tree, outermost first (found
+ * while stored, made from the first one that is not).  The unknown one
+ * without memory. */
+static struct sampling_named *
+named_hold(struct sampling_name_table *t, struct sampling_names *names)
+{
+    if (!names || !names->n) {
+        free(names);
+        return &sampling_named_unknown;
+    }
+    size_t klass = names->klass ? strlen(names->klass) + 1 : 0;
+    struct sampling_named *named = malloc(sizeof(*named) + klass);
+    struct sampling_name_node *at = NULL, *stored = NULL;
+    uint32_t i = names->n;
+    if (!named) goto fail;
+    named->n = names->n;
+    named->has_klass = names->klass != NULL;
+    if (klass) memcpy(named->klass, names->klass, klass);
+    for (; i > 0; i--) {
+        uint64_t hash = name_hash(at, &names->locs[i - 1]);
+        struct sampling_name_node *next = name_find(t, at, &names->locs[i - 1], hash);
+        if (!next) break;
+        at = next;
+    }
+    stored = at;
+    for (; i > 0; i--) {
+        struct sampling_name_node *n = name_new(t, at, &names->locs[i - 1], name_hash(at, &names->locs[i - 1]));
+        if (!n) goto fail;
+        at = n;
+    }
+    at->refcount++;
+    named->locs = at;
+    free(names);
+    return named;
+  fail:
+    if (at != stored) {
+        at->refcount++;
+        name_release(t, at);    /* (frees the new ones) */
+    }
+    free(named);
+    free(names);
+    return &sampling_named_unknown;
+}
+
+static void
+named_free(struct sampling_name_table *t, struct sampling_named *named)
+{
+    if (named == &sampling_named_unknown) return;
+    name_release(t, named->locs);
+    free(named);
+}
+
+struct sampling_names *
+sampling_named_names(const struct sampling_named *named)
+{
+    /* as sampling_names_of lays it out: the header, the locations, the
+     * class's name with its NUL, each path and label, one more NUL */
+    size_t klass = named->has_klass ? strlen(named->klass) + 1 : 0, text = klass + 1;
+    const struct sampling_name_node *n = named->locs;
+    for (uint32_t i = 0; i < named->n; i++, n = n->caller) text += (n->loc.path ? n->loc.pathlen : 0) + n->loc.labellen;
+    size_t head = sizeof(struct sampling_names) + named->n * sizeof(struct sampling_name);
+    struct sampling_names *names = malloc(head + text);
+    if (!names) return NULL;
+    char *at = (char *)names + head;
+    if (klass) memcpy(at, named->klass, klass);
+    names->klass = named->has_klass ? at : NULL;
+    names->n = named->n;
+    at += klass;
+    n = named->locs;
+    for (uint32_t i = 0; i < named->n; i++, n = n->caller) {
+        struct sampling_name *loc = &names->locs[i];
+        *loc = n->loc;
+        if (n->loc.path) {
+            loc->path = memcpy(at, n->loc.path, n->loc.pathlen);
+            at += n->loc.pathlen;
+        }
+        loc->label = memcpy(at, n->loc.label, n->loc.labellen);
+        at += n->loc.labellen;
+    }
+    *at = '\0';
+    return names;
+}
 
 /* ---- the site list and the idle list ---- */
 
@@ -357,7 +545,7 @@ site_free(struct sampling_sites *sites, struct sampling_site *s)
     if (!s->names) table_remove(&sites->table, s);
     if (s->frames) node_release(sites, s->frames);
     if (s->klass) refset_remove(&sites->refs, s->klass);
-    if (s->names != &sampling_names_unknown) free(s->names);
+    if (s->names) named_free(&sites->names, s->names);
     site_unlink(sites, s);
     free(s);
 }
@@ -484,12 +672,12 @@ sampling_sites_check_refs(struct sampling_sites *sites, sampling_ref_state_fn *s
              * lets go of its path (the nodes no other site's path runs
              * through are freed: every node whose code died, once each
              * site under it is named), keeps a live class */
-            struct sampling_names *names = name(site, data);
+            struct sampling_named *named = named_hold(&sites->names, name(site, data));
             table_remove(&sites->table, site);
             recent_forget(sites, site);
             if (site->frames) node_release(sites, site->frames);
             site->frames = NULL;
-            site->names = names ? names : &sampling_names_unknown;
+            site->names = named;
             sites->named++;
         }
         if (dead_klass) {
@@ -567,10 +755,13 @@ size_t
 sampling_sites_memsize(const struct sampling_sites *sites)
 {
     size_t bytes = sites->table.capacity * sizeof(*sites->table.slots) + refset_memsize(&sites->refs) +
-        sites->nodes.capacity * sizeof(*sites->nodes.heads) + sites->nodes.size * sizeof(struct sampling_frame_node);
+        sites->nodes.capacity * sizeof(*sites->nodes.heads) + sites->nodes.size * sizeof(struct sampling_frame_node) +
+        sites->names.capacity * sizeof(*sites->names.heads) + sites->names.bytes;
     SAMPLING_SITES_FOREACH(sites, s) {
         bytes += sizeof(*s);
-        if (s->names) bytes += sampling_names_memsize(s->names);
+        if (s->names && s->names != &sampling_named_unknown) {
+            bytes += sizeof(*s->names) + (s->names->has_klass ? strlen(s->names->klass) + 1 : 0);
+        }
     }
     return bytes;
 }
@@ -580,9 +771,16 @@ sampling_sites_free(struct sampling_sites *sites)
 {
     for (struct sampling_site *s = sites->oldest, *next; s; s = next) {
         next = s->newer;
-        if (s->names != &sampling_names_unknown) free(s->names);
+        if (s->names != &sampling_named_unknown) free(s->names);
         free(s);
     }
+    for (size_t i = 0; i < sites->names.capacity; i++) {
+        for (struct sampling_name_node *n = sites->names.heads[i], *next; n; n = next) {
+            next = n->next;
+            free(n);
+        }
+    }
+    free(sites->names.heads);
     for (size_t i = 0; i < sites->nodes.capacity; i++) {
         for (struct sampling_frame_node *n = sites->nodes.heads[i], *next; n; n = next) {
             next = n->next;
@@ -659,6 +857,53 @@ tree_verify(const struct sampling_sites *sites)
     return err;
 }
 
+/* The location tree's invariants, as the frame tree's. */
+static const char *
+names_verify(const struct sampling_sites *sites)
+{
+    const struct sampling_name_table *t = &sites->names;
+    if (t->capacity & (t->capacity - 1)) return "the name table's capacity is no power of two";
+    const char *err = NULL;
+    struct refset nodes = { 0 }, holders = { 0 };
+    size_t count = 0, bytes = 0;
+    NAMES_FOREACH(t, n) {
+        if (++count > t->size) {
+            err = "more locations in the name table than counted";
+            goto done;
+        }
+        bytes += n->size;
+        if (n->hash != name_hash(n->caller, &n->loc) || name_home(n->hash, t->capacity - 1) != n_i) {
+            err = "a location is not in its home's chain";
+        }
+        refset_add(&nodes, (uintptr_t)n);
+    }
+    if (!err && (count != t->size || bytes != t->bytes)) err = "location count or bytes wrong";
+    NAMES_FOREACH(t, n) {
+        if (err) break;
+        if (n->caller && !refset_count(&nodes, (uintptr_t)n->caller)) err = "a location's caller is not stored";
+        else if (name_find(t, n->caller, &n->loc, n->hash) != n) err = "two locations of one text under one caller";
+        if (n->caller) refset_add(&holders, (uintptr_t)n->caller);
+    }
+    for (const struct sampling_site *s = sites->oldest; s && !err; s = s->newer) {
+        if (!s->names || s->names == &sampling_named_unknown) continue;
+        uint32_t len = 0;
+        for (const struct sampling_name_node *n = s->names->locs; n && len <= s->names->n; n = n->caller) len++;
+        if (!s->names->locs || !refset_count(&nodes, (uintptr_t)s->names->locs)) err = "a named site's path is not stored";
+        else if (len != s->names->n) err = "a named site's path is not n locations long";
+        else refset_add(&holders, (uintptr_t)s->names->locs);
+    }
+    NAMES_FOREACH(t, n) {
+        if (err) break;
+        if (!n->refcount || refset_count(&holders, (uintptr_t)n) != n->refcount) {
+            err = "a location's refcount != the locations and named sites under it";
+        }
+    }
+  done:
+    refset_free(&nodes);
+    refset_free(&holders);
+    return err;
+}
+
 const char *
 sampling_sites_verify(const struct sampling_sites *sites, size_t uses)
 {
@@ -686,6 +931,7 @@ sampling_sites_verify(const struct sampling_sites *sites, size_t uses)
     }
     if (!err && idle_listed != idle) err = "idle sites != the idle list";
     if (!err) err = tree_verify(sites);
+    if (!err) err = names_verify(sites);
     for (int i = 0; i < SAMPLING_RECENT_SLOTS * SAMPLING_RECENT_WAYS && !err; i++) {
         const struct sampling_site *r = sites->recent[i / SAMPLING_RECENT_WAYS].ways[i % SAMPLING_RECENT_WAYS];
         const struct sampling_site *s = sites->oldest;

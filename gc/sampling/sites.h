@@ -32,7 +32,8 @@
  * sampling_sites_check_refs asks which references died; every site
  * holding one, itself or on its path, is named (its frames and class as
  * text, made before the sweep) and leaves the table: it is never matched
- * again and shows the names from then on; it lets go of its path (a node
+ * again and shows the names from then on (kept as a path in a tree of
+ * locations, sampling_named_names); it lets go of its path (a node
  * no site's path runs through any more is freed: so every node whose
  * code died) and keeps its class while the class lives.  `refs` counts
  * the references held, once per site (its class) and once per node (its
@@ -54,6 +55,8 @@
  *   caller is a stored node or the end mark, its depth its caller's + 1;
  *   its refcount == the nodes under it + the sites ending at it, > 0 (so
  *   every node is on a site's path)
+ *   the location tree: the same, for the name table's nodes and the
+ *   named sites (a named site's path n locations long)
  *
  * Memory comes from malloc only; no locking (the owner serialises).
  * Object references are opaque uintptr_t here (VALUE in CRuby).
@@ -146,6 +149,40 @@ extern struct sampling_names sampling_names_unknown;
  * NUL).  0 for sampling_names_unknown (static). */
 size_t sampling_names_memsize(const struct sampling_names *names);
 
+/* A named site's text is kept as its frames were: its locations are a
+ * path in a tree of locations (a node: one location under the location
+ * outward of it, stored once for every named site with the same
+ * locations from there outward), found in the name table by their
+ * caller and text.  A named site keeps its class's name and its
+ * innermost location's node; sampling_named_names gives the names block
+ * back, byte for byte what the name function made. */
+struct sampling_name_node {
+    struct sampling_name_node *caller;      /* NULL past the outermost */
+    struct sampling_name_node *next;        /* the name table's chain */
+    uint64_t hash;                          /* of its caller and its location (its home) */
+    uint32_t refcount;                      /* name nodes it is the caller of + named sites ending at it */
+    uint32_t size;                          /* bytes, its text included */
+    struct sampling_name loc;               /* path (NULL: none) and label point into text */
+    char text[];                            /* the path, then the label */
+};
+
+struct sampling_name_table {
+    struct sampling_name_node **heads;      /* NULL: an empty chain */
+    size_t capacity, size, bytes;           /* a power of two; nodes; their bytes */
+};
+
+struct sampling_named {
+    struct sampling_name_node *locs;        /* the innermost location; NULL: none (n == 0, unknown) */
+    uint32_t n;                             /* locations */
+    bool has_klass;
+    char klass[];                           /* the class's name, with its NUL, if has_klass */
+};
+extern struct sampling_named sampling_named_unknown;   /* no memory to name it (static) */
+
+/* The names block of a named site (one malloc'd block: free it), laid
+ * out as sampling_names_of's; NULL without memory. */
+struct sampling_names *sampling_named_names(const struct sampling_named *named);
+
 /* What was allocated at a site, and where an empty stack comes from:
  * compared as one word when a sample looks for its site. */
 struct sampling_kind {
@@ -226,7 +263,7 @@ struct sampling_node_table {
 struct sampling_site {
     uint64_t hash;          /* of the frames only */
     uintptr_t klass;        /* 0: hidden object or internal (T_IMEMO), or a class that died */
-    struct sampling_names *names;   /* set once named (then frames is NULL) */
+    struct sampling_named *names;   /* set once named (then frames is NULL) */
     struct sampling_frame_node *frames;     /* its innermost frame's node; NULL: no frames, or named */
     struct sampling_site *older, *newer;            /* every site, oldest first */
     struct sampling_site *idle_older, *idle_newer;  /* sites no record uses, oldest first */
@@ -271,6 +308,7 @@ struct sampling_sites {
     struct sampling_recent recent[SAMPLING_RECENT_SLOTS];
     struct sampling_site_table table;   /* the sites not named */
     struct sampling_node_table nodes;   /* the frame tree */
+    struct sampling_name_table names;   /* the named sites' locations */
     struct sampling_site *oldest, *newest;              /* every site */
     struct sampling_site *idle_oldest, *idle_newest;    /* sites without records */
     size_t count;
@@ -367,15 +405,17 @@ void sampling_sites_fold_to(struct sampling_sites *sites, size_t max);
 
 void sampling_sites_free(struct sampling_sites *sites);
 
-/* Bytes the sites hold: each site and its names, the nodes, the two
- * tables, the set of references; O(sites + nodes), read only.  Bound: at
- * most max sites, each sizeof(struct sampling_site) and, once named, its
- * text; at most depth + 1 nodes a site (the location-only frame of a cut
- * stack), sizeof(struct sampling_frame_node) each, fewer as sites share
- * frames; a site table of at most 2 x max pointers (rounded up to a power
- * of two) and a node table of at most 2 x the most nodes held (rounded
- * up); a reference set of at most 2 x the distinct references (16 bytes
- * each). */
+/* Bytes the sites hold: each site, the nodes of frames and of locations,
+ * the three tables, the set of references; O(sites), read only.  Bound:
+ * at most max sites, each sizeof(struct sampling_site) and, once named,
+ * its class's name (sizeof(struct sampling_named) + the name); at most
+ * depth + 1 frame nodes a site (the location-only frame of a cut stack),
+ * sizeof(struct sampling_frame_node) each, and as many location nodes
+ * (sizeof(struct sampling_name_node) + the location's text) a named
+ * site, fewer as sites share them; a site table of at most 2 x max
+ * pointers (rounded up to a power of two) and node and name tables of at
+ * most 2 x the most nodes they held (rounded up); a reference set of at
+ * most 2 x the distinct references (16 bytes each). */
 size_t sampling_sites_memsize(const struct sampling_sites *sites);
 
 /* Checks the invariants above, and that the sites' refcounts add up to

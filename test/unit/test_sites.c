@@ -35,6 +35,7 @@ static uint64_t rnd(uint64_t n) { return sampling_rng_next(&rng) % n; }
 /* what each site (by id) was found for */
 struct expected {
     uint64_t id;
+    struct sampling_names *named;   /* the text it was named with */
     uint32_t n;
     struct sampling_frame frames[MAX_DEPTH];
 };
@@ -75,8 +76,58 @@ ref_state(uintptr_t ref, void *data)
 static uint64_t names_made;
 static int name_mismatch;
 
+/* A site's text as a name function makes it, from its frames: one
+ * location a frame (a C frame: no path), its class as "C<klass>"; a
+ * stack with no frames: one "<none>".  Built as sampling_names_of lays
+ * it out (the same text from the same frames: the test's expectation). */
+static struct sampling_names *
+names_from(const struct sampling_frame *f, uint32_t nframes, uintptr_t klass)
+{
+    char text[MAX_DEPTH * 48 + 64];
+    size_t len = 0, at[MAX_DEPTH + 1][3];
+    size_t klass_at = len;
+    if (klass) len += (size_t)sprintf(text + len, "C%lu", (unsigned long)klass) + 1;
+    uint32_t n = nframes ? nframes : 1;
+    for (uint32_t i = 0; i < n; i++) {
+        at[i][0] = len;
+        if (nframes && f[i].iseq) len += (size_t)sprintf(text + len, "p%lu.rb", (unsigned long)(f[i].pc % 5));
+        at[i][1] = len;
+        len += (size_t)sprintf(text + len, nframes ? "m%lu" : "<none>", nframes ? (unsigned long)(f[i].cme % 7) : 0);
+        at[i][2] = len;
+    }
+    text[len] = '\0';
+    size_t head = sizeof(struct sampling_names) + n * sizeof(struct sampling_name);
+    struct sampling_names *names = malloc(head + len + 1);
+    char *t = (char *)names + head;
+    memcpy(t, text, len + 1);
+    names->klass = klass ? t + klass_at : NULL;
+    names->n = n;
+    for (uint32_t i = 0; i < n; i++) {
+        bool path = nframes && f[i].iseq;
+        names->locs[i] = (struct sampling_name){ path ? t + at[i][0] : NULL, t + at[i][1], (uint32_t)(at[i][1] - at[i][0]),
+                                                 (uint32_t)(at[i][2] - at[i][1]), nframes ? (int)(f[i].pc % 3) : 0 };
+    }
+    return names;
+}
+
+/* Whether two names blocks say the same (and are laid out alike). */
+static bool
+names_same(const struct sampling_names *a, const struct sampling_names *b)
+{
+    if (!a->klass != !b->klass || (a->klass && strcmp(a->klass, b->klass) != 0) || a->n != b->n) return false;
+    for (uint32_t i = 0; i < a->n; i++) {
+        const struct sampling_name *x = &a->locs[i], *y = &b->locs[i];
+        if (!x->path != !y->path || x->pathlen != y->pathlen || x->labellen != y->labellen || x->lineno != y->lineno ||
+            (x->path && memcmp(x->path, y->path, x->pathlen) != 0) || memcmp(x->label, y->label, x->labellen) != 0) {
+            return false;
+        }
+    }
+    return sampling_names_memsize(a) == sampling_names_memsize(b);
+}
+
 /* The name callback: what a reader sees of the site then (its frames,
- * read from the tree before anything is freed). */
+ * read from the tree before anything is freed), as text; now and then
+ * none (no memory: the site shows as unknown). */
 static struct sampling_names *
 name_site(const struct sampling_site *site, void *data)
 {
@@ -84,9 +135,11 @@ name_site(const struct sampling_site *site, void *data)
     names_made++;
     struct sampling_frame got[MAX_DEPTH];
     sampling_site_frames(site, got);
-    const struct expected *e = expected_of(site);
+    struct expected *e = expected_of(site);
     if (!e || e->n != site->nframes || memcmp(got, e->frames, e->n * sizeof(*got)) != 0) name_mismatch++;
-    return NULL;    /* shows as unknown: the test needs no text */
+    if (rnd(8) == 0) return NULL;
+    if (e && !e->named) e->named = names_from(got, site->nframes, site->klass);
+    return names_from(got, site->nframes, site->klass);
 }
 
 /* A stack: one of 4 outer parts ("frameworks", 0 to 14 frames) under 0 to
@@ -174,6 +227,7 @@ test_random_trees(void)
         struct sampling_sites sites = { 0 };
         sites.max = 1 + rnd(150);
         first_id = 0;
+        for (size_t i = 0; i < TRACKED; i++) free(expected[i].named);
         memset(expected, 0, sizeof(expected));
         uintptr_t base = 0;
         size_t uses = 0;
@@ -215,6 +269,17 @@ test_random_trees(void)
                     }
                 }
                 CHECK(ok, "seed %llu op %d: a node keeps a dead reference", (unsigned long long)seed, op);
+                /* every named site reads back the text it was named with */
+                int same = 1;
+                SAMPLING_SITES_FOREACH(&sites, s) {
+                    const struct expected *e = expected_of(s);
+                    if (!s->names || !e) continue;
+                    struct sampling_names *got = sampling_named_names(s->names);
+                    if (s->names == &sampling_named_unknown) same &= got && !got->klass && got->n == 0;
+                    else same &= got && e->named && names_same(got, e->named);
+                    free(got);
+                }
+                CHECK(same, "seed %llu op %d: a named site reads back other text", (unsigned long long)seed, op);
                 for (int i = 0; i < 3; i++) dead_ref[i] = 0;
                 old_below = 0;
                 /* the dead never come back: new references from here */
@@ -321,9 +386,10 @@ test_random_trees(void)
         /* every site gone: no node, no reference left */
         while (uses) sampling_site_unuse(&sites, used[--uses]);
         sampling_sites_fold_to(&sites, 0);
-        CHECK(sites.count == 0 && sites.nodes.size == 0 && sites.refs.size == 0,
-              "seed %llu: folded to none: %zu sites, %zu nodes, %zu references", (unsigned long long)seed, sites.count,
-              sites.nodes.size, sites.refs.size);
+        CHECK(sites.count == 0 && sites.nodes.size == 0 && sites.refs.size == 0 && sites.names.size == 0 &&
+              sites.names.bytes == 0,
+              "seed %llu: folded to none: %zu sites, %zu nodes, %zu references, %zu locations", (unsigned long long)seed,
+              sites.count, sites.nodes.size, sites.refs.size, sites.names.size);
         sampling_sites_free(&sites);
     }
     printf("the streams made %llu sites (%llu frames), named %llu, moved %llu times\n", (unsigned long long)sites_made,
