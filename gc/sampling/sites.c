@@ -164,7 +164,8 @@ node_table_link(struct sampling_node_table *t, struct sampling_frame_node *n)
 static bool
 node_table_grow(struct sampling_node_table *t)
 {
-    struct sampling_node_table bigger = { NULL, t->capacity ? t->capacity * 2 : 256, t->size };
+    struct sampling_node_table bigger = *t;     /* (the same slabs) */
+    bigger.capacity = t->capacity ? t->capacity * 2 : 256;
     bigger.heads = calloc(bigger.capacity, sizeof(*bigger.heads));
     if (!bigger.heads) return false;
     for (size_t i = 0; i < t->capacity; i++) {
@@ -182,6 +183,62 @@ node_table_grow(struct sampling_node_table *t)
     for (size_t n##_i = 0; n##_i < (t)->capacity; n##_i++) \
         for (struct sampling_frame_node *n = (t)->heads[n##_i]; n; n = n->next)
 
+/* A node from the slabs (a new slab when none is free); NULL without
+ * memory. */
+static struct sampling_frame_node *
+node_alloc(struct sampling_node_table *t)
+{
+    if (!t->free) {
+        struct sampling_node_slab *slab = malloc(sizeof(*slab));
+        if (!slab) return NULL;
+        slab->next = t->slabs;
+        t->slabs = slab;
+        t->nslabs++;
+        for (int i = SAMPLING_NODE_SLAB - 1; i >= 0; i--) {
+            slab->nodes[i].next = t->free;
+            t->free = &slab->nodes[i];
+        }
+    }
+    struct sampling_frame_node *n = t->free;
+    t->free = n->next;
+    return n;
+}
+
+static void
+node_table_free_slabs(struct sampling_node_table *t)
+{
+    for (struct sampling_node_slab *slab = t->slabs, *next; slab; slab = next) {
+        next = slab->next;
+        free(slab);
+    }
+    t->slabs = NULL;
+    t->free = NULL;
+    t->nslabs = 0;
+}
+
+/* n back to the free list; the slabs go with the last node. */
+static void
+node_dealloc(struct sampling_node_table *t, struct sampling_frame_node *n)
+{
+    n->next = t->free;
+    t->free = n;
+    if (!t->size) node_table_free_slabs(t);
+}
+
+/* The references a node holds: its iseq and method entry, each unless
+ * its caller's frame holds it too (then the caller's is the one held). */
+static inline uintptr_t
+node_iseq_ref(const struct sampling_frame *f, const struct sampling_frame_node *caller)
+{
+    return f->iseq != caller->frame.iseq ? f->iseq : 0;
+}
+
+static inline uintptr_t
+node_cme_ref(const struct sampling_frame *f, const struct sampling_frame_node *caller)
+{
+    return f->cme != caller->frame.cme ? f->cme : 0;
+}
+
 /* A new node for frame f under caller (whose refcount counts it), holding
  * f's references; NULL without memory. */
 static struct sampling_frame_node *
@@ -189,15 +246,16 @@ node_new(struct sampling_sites *sites, struct sampling_frame_node *caller, const
 {
     struct sampling_node_table *t = &sites->nodes;
     if (t->size >= t->capacity && !node_table_grow(t) && !t->capacity) return NULL;
-    struct sampling_frame_node *n = malloc(sizeof(*n));
-    if (!n) return NULL;
-    if (f->iseq && !refset_add(&sites->refs, f->iseq)) {
-        free(n);
+    uintptr_t iseq = node_iseq_ref(f, caller), cme = node_cme_ref(f, caller);
+    if (iseq && !refset_add(&sites->refs, iseq)) return NULL;
+    if (cme && !refset_add(&sites->refs, cme)) {
+        if (iseq) refset_remove(&sites->refs, iseq);
         return NULL;
     }
-    if (f->cme && !refset_add(&sites->refs, f->cme)) {
-        if (f->iseq) refset_remove(&sites->refs, f->iseq);
-        free(n);
+    struct sampling_frame_node *n = node_alloc(t);
+    if (!n) {
+        if (iseq) refset_remove(&sites->refs, iseq);
+        if (cme) refset_remove(&sites->refs, cme);
         return NULL;
     }
     *n = (struct sampling_frame_node){ *f, caller, NULL, 0, (uint16_t)(caller->depth + 1), 0 };
@@ -220,9 +278,10 @@ node_release(struct sampling_sites *sites, struct sampling_frame_node *n)
         while (*at != n) at = &(*at)->next;
         *at = n->next;
         t->size--;
-        if (n->frame.iseq) refset_remove(&sites->refs, n->frame.iseq);
-        if (n->frame.cme) refset_remove(&sites->refs, n->frame.cme);
-        free(n);
+        uintptr_t iseq = node_iseq_ref(&n->frame, caller), cme = node_cme_ref(&n->frame, caller);
+        if (iseq) refset_remove(&sites->refs, iseq);
+        if (cme) refset_remove(&sites->refs, cme);
+        node_dealloc(t, n);
         n = caller;
     }
 }
@@ -245,20 +304,17 @@ path_shared(struct sampling_frame_node *hint, const struct sampling_frame *frame
 /* The node whose path is frames (nframes > 0, innermost first), held
  * once more (for a site); NULL without memory (then nothing is made).
  * The frames outward share a stored path as far as one goes: found
- * first along the hints' paths (stored paths likely to share them: the
- * recent sites'), then in the node table a frame at a time; from the
- * first frame not found on, every node is new (a new node has no node
- * under it), so no more lookups. */
+ * first along hint's path (a stored path likely to share them: the
+ * newest site of the key's recent slot; one walk costs about what two
+ * lookups do), then in the node table a frame at a time; from the first
+ * frame not found on, every node is new (a new node has no node under
+ * it), so no more lookups. */
 static struct sampling_frame_node *
 path_hold(struct sampling_sites *sites, const struct sampling_frame *frames, uint32_t nframes,
-          struct sampling_site *const *hints, int nhints)
+          const struct sampling_site *hint)
 {
-    struct sampling_frame_node *at = &sampling_frame_end;
-    for (int i = 0; i < nhints && at->depth + 1u < nframes; i++) {
-        if (!hints[i] || !hints[i]->frames) continue;
-        struct sampling_frame_node *shared = path_shared(hints[i]->frames, frames, nframes);
-        if (shared->depth > at->depth) at = shared;
-    }
+    struct sampling_frame_node *at = hint && hint->frames ? path_shared(hint->frames, frames, nframes)
+                                                          : &sampling_frame_end;
     uint32_t k = at->depth;
     for (struct sampling_frame_node *next; k < nframes && (next = node_find(&sites->nodes, at, &frames[nframes - k - 1]));
          k++) {
@@ -587,7 +643,9 @@ sites_lookup(struct sampling_sites *sites, const struct sampling_site_key *key, 
     if (sites->count >= sites->max && !(may_fold && site_fold_oldest_idle(sites))) goto fail;
     if (probe_full(t->size, t->capacity) && !table_grow(t)) goto fail;
     if (!path && key->nframes) {
-        path = path_hold(sites, key->frames, key->nframes, sites->recent[key->recent].ways, SAMPLING_RECENT_WAYS);
+        const struct sampling_recent *r = &sites->recent[key->recent];
+        path = path_hold(sites, key->frames, key->nframes,
+                         r->ways[(r->next + SAMPLING_RECENT_WAYS - 1) % SAMPLING_RECENT_WAYS]);
         if (!path) return NULL;
     }
     s = malloc(sizeof(*s));
@@ -755,7 +813,7 @@ size_t
 sampling_sites_memsize(const struct sampling_sites *sites)
 {
     size_t bytes = sites->table.capacity * sizeof(*sites->table.slots) + refset_memsize(&sites->refs) +
-        sites->nodes.capacity * sizeof(*sites->nodes.heads) + sites->nodes.size * sizeof(struct sampling_frame_node) +
+        sites->nodes.capacity * sizeof(*sites->nodes.heads) + sites->nodes.nslabs * sizeof(struct sampling_node_slab) +
         sites->names.capacity * sizeof(*sites->names.heads) + sites->names.bytes;
     SAMPLING_SITES_FOREACH(sites, s) {
         bytes += sizeof(*s);
@@ -781,12 +839,7 @@ sampling_sites_free(struct sampling_sites *sites)
         }
     }
     free(sites->names.heads);
-    for (size_t i = 0; i < sites->nodes.capacity; i++) {
-        for (struct sampling_frame_node *n = sites->nodes.heads[i], *next; n; n = next) {
-            next = n->next;
-            free(n);
-        }
-    }
+    node_table_free_slabs(&sites->nodes);
     free(sites->nodes.heads);
     free(sites->table.slots);
     refset_free(&sites->refs);
@@ -826,6 +879,12 @@ tree_verify(const struct sampling_sites *sites)
         refset_add(&nodes, (uintptr_t)n);
     }
     if (!err && count != t->size) err = "node count is wrong";
+    size_t nslabs = 0, nfree = 0;
+    for (const struct sampling_node_slab *slab = t->slabs; slab && nslabs <= t->nslabs; slab = slab->next) nslabs++;
+    for (const struct sampling_frame_node *n = t->free; n && nfree <= t->nslabs * SAMPLING_NODE_SLAB; n = n->next) nfree++;
+    if (!err && (nslabs != t->nslabs || nfree + t->size != nslabs * SAMPLING_NODE_SLAB)) {
+        err = "the slabs do not hold the nodes and the free list";
+    }
     if (!err && nodes.size != count) err = "a node is in the table twice";
     NODES_FOREACH(t, n) {
         if (err) break;
@@ -945,8 +1004,8 @@ sampling_sites_verify(const struct sampling_sites *sites, size_t uses)
         if (s->klass) refset_add(&expected, s->klass);
     }
     NODES_FOREACH(&sites->nodes, n) {
-        if (n->frame.iseq) refset_add(&expected, n->frame.iseq);
-        if (n->frame.cme) refset_add(&expected, n->frame.cme);
+        if (node_iseq_ref(&n->frame, n->caller)) refset_add(&expected, n->frame.iseq);
+        if (node_cme_ref(&n->frame, n->caller)) refset_add(&expected, n->frame.cme);
     }
     if (!err && expected.size != sites->refs.size) err = "refs hold a different set";
     REFSET_FOREACH(&expected, e) {

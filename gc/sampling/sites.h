@@ -23,7 +23,9 @@
  * deep framework's frames are stored once).  Nodes are found by their
  * caller's node and their frame (the node table); a node lives while a
  * site's path runs through it (refcount: the nodes under it and the
- * sites ending at it).
+ * sites ending at it).  A node holds its iseq and method entry (below)
+ * unless its caller's frame holds the same one (recursion: a path holds
+ * a reference at its outermost node in a run of equal ones).
  *
  * A site holds its class weakly, and its path's nodes hold their iseqs
  * and method entries weakly: the collector does not mark them for the
@@ -42,8 +44,9 @@
  * Invariants (checked by sampling_sites_verify):
  *   every site is in the site list once (count);  the table holds exactly the unnamed ones
  *   idle list == the sites with refcount 0
- *   refs counts == references held by sites and nodes, and refs is a
- *   sound refset (refset_verify)
+ *   refs counts == references held by sites and nodes (a node's: those
+ *   its caller's frame does not hold too), and refs is a sound refset
+ *   (refset_verify)
  *   an unnamed site with frames ends at a stored node whose depth is its
  *   nframes; a named one, or one with no frames, at none
  *   a stored site's hash == sampling_stack_hash of its path's frames
@@ -55,6 +58,7 @@
  *   caller is a stored node or the end mark, its depth its caller's + 1;
  *   its refcount == the nodes under it + the sites ending at it, > 0 (so
  *   every node is on a site's path)
+ *   the slabs hold the nodes and the free list, and nothing else
  *   the location tree: the same, for the name table's nodes and the
  *   named sites (a named site's path n locations long)
  *
@@ -253,10 +257,22 @@ struct sampling_frame_node {
 };
 extern struct sampling_frame_node sampling_frame_end;
 
+/* Nodes come from slabs of SAMPLING_NODE_SLAB (one malloc each, not one
+ * a node: a new site's nodes cost a few instructions each); a freed node
+ * goes back to the free list, and the slabs go once the tree is empty. */
+#define SAMPLING_NODE_SLAB 64
+struct sampling_node_slab {
+    struct sampling_node_slab *next;
+    struct sampling_frame_node nodes[SAMPLING_NODE_SLAB];
+};
+
 /* The node table: chains from home slots (caller and pc). */
 struct sampling_node_table {
     struct sampling_frame_node **heads;     /* NULL: an empty chain */
     size_t capacity, size;                  /* a power of two; nodes */
+    struct sampling_node_slab *slabs;
+    struct sampling_frame_node *free;       /* unused nodes of the slabs, by next */
+    size_t nslabs;
 };
 
 /* A site (see the model above). */
@@ -412,10 +428,12 @@ void sampling_sites_free(struct sampling_sites *sites);
  * depth + 1 frame nodes a site (the location-only frame of a cut stack),
  * sizeof(struct sampling_frame_node) each, and as many location nodes
  * (sizeof(struct sampling_name_node) + the location's text) a named
- * site, fewer as sites share them; a site table of at most 2 x max
- * pointers (rounded up to a power of two) and node and name tables of at
- * most 2 x the most nodes they held (rounded up); a reference set of at
- * most 2 x the distinct references (16 bytes each). */
+ * site, fewer as sites share them; frame nodes are held in slabs of
+ * SAMPLING_NODE_SLAB, as many as the most nodes held since the tree was
+ * last empty needed; a site table of at most 2 x max pointers (rounded up
+ * to a power of two) and node and name tables of at most 2 x the most
+ * nodes they held (rounded up); a reference set of at most 2 x the
+ * distinct references (16 bytes each). */
 size_t sampling_sites_memsize(const struct sampling_sites *sites);
 
 /* Checks the invariants above, and that the sites' refcounts add up to

@@ -347,9 +347,9 @@ test_reserve(void)
     /* what the reserve asked for, and no more for 5,000 records in it */
     CHECK(sampling_records_memsize(&r) == 5000 * (64 + 4 + 16) + 8192 * 4, "records memsize %zu",
           sampling_records_memsize(&r));
-    /* one site (the same stack): its struct and its frame's node; a
-     * 256-slot site table, a 256-head node table; a 64-entry refset */
-    size_t site_bytes = sizeof(struct sampling_site) + sizeof(struct sampling_frame_node);
+    /* one site (the same stack): its struct and its frame's node (a slab);
+     * a 256-slot site table, a 256-head node table; a 64-entry refset */
+    size_t site_bytes = sizeof(struct sampling_site) + sizeof(struct sampling_node_slab);
     CHECK(r.sites.count == 1 && sampling_sites_memsize(&r.sites) == site_bytes + 2 * 256 * sizeof(void *) + 64 * 16,
           "sites memsize %zu", sampling_sites_memsize(&r.sites));
     sampling_records_free(&r);

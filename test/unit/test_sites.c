@@ -386,7 +386,8 @@ test_random_trees(void)
         /* every site gone: no node, no reference left */
         while (uses) sampling_site_unuse(&sites, used[--uses]);
         sampling_sites_fold_to(&sites, 0);
-        CHECK(sites.count == 0 && sites.nodes.size == 0 && sites.refs.size == 0 && sites.names.size == 0 &&
+        CHECK(sites.count == 0 && sites.nodes.size == 0 && sites.nodes.nslabs == 0 && sites.refs.size == 0 &&
+              sites.names.size == 0 &&
               sites.names.bytes == 0,
               "seed %llu: folded to none: %zu sites, %zu nodes, %zu references, %zu locations", (unsigned long long)seed,
               sites.count, sites.nodes.size, sites.refs.size, sites.names.size);
@@ -420,7 +421,8 @@ test_shared_memory(void)
     /* 61 shared nodes (f[2..62]), 10 for f[1], 200 leaves */
     CHECK(sites.count == 200 && sites.nodes.size == 61 + 10 + 200, "200 sites of 63 frames in %zu nodes",
           sites.nodes.size);
-    size_t want = 200 * sizeof(struct sampling_site) + sites.nodes.size * sizeof(struct sampling_frame_node) +
+    size_t want = 200 * sizeof(struct sampling_site) +
+                  (sites.nodes.size + SAMPLING_NODE_SLAB - 1) / SAMPLING_NODE_SLAB * sizeof(struct sampling_node_slab) +
                   sites.table.capacity * sizeof(void *) + sites.nodes.capacity * sizeof(void *) +
                   sites.refs.capacity * sizeof(struct refset_entry);
     CHECK(sampling_sites_memsize(&sites) == want, "memsize %zu, want %zu", sampling_sites_memsize(&sites), want);
@@ -474,18 +476,28 @@ test_verify_tree(void)
 
     /* a second node of the same frame under the same caller, first in
      * the chain of its home */
-    struct sampling_frame_node twin = *a->frames, **head = NULL;
+    struct sampling_frame_node *twin = sites.nodes.free, **head = NULL;
+    sites.nodes.free = twin->next;
+    *twin = *a->frames;
     for (size_t i = 0; i < sites.nodes.capacity && !head; i++) {
         for (struct sampling_frame_node *n = sites.nodes.heads[i]; n; n = n->next) {
             if (n == a->frames) head = &sites.nodes.heads[i];
         }
     }
-    twin.next = *head;
-    *head = &twin;
+    twin->next = *head;
+    *head = twin;
     sites.nodes.size++;
     EXPECT(sampling_sites_verify(&sites, 0), "two nodes of one frame", "tree: a frame stored twice");
-    *head = twin.next;
+    *head = twin->next;
     sites.nodes.size--;
+    twin->next = sites.nodes.free;
+    sites.nodes.free = twin;
+
+    /* a node both in the table and on the free list */
+    struct sampling_frame_node *free_head = sites.nodes.free;
+    sites.nodes.free = b->frames;
+    EXPECT(sampling_sites_verify(&sites, 0), "slabs", "tree: a stored node on the free list");
+    sites.nodes.free = free_head;
 
     sampling_frame_end.refcount++;
     EXPECT(sampling_sites_verify(&sites, 0), "end mark", "tree: the end mark written");
