@@ -130,8 +130,9 @@ enum sampling_origin {
 };
 
 /* A site as text: what a reader shows of its frames and class.  Made when
- * one of the site's references dies (the site keeps it and drops its
- * references), or for a read (then freed).  One malloc'd block; built
+ * one of the site's references dies (the site keeps it, as a path of
+ * locations: sampling_named below, and drops its references), or for a
+ * read (then freed).  One malloc'd block; built
  * without allocating a Ruby object (frames.c), so the collector can make
  * it at the end of marking, while the dying objects are still readable. */
 struct sampling_name {
@@ -393,8 +394,9 @@ void sampling_site_unuse(struct sampling_sites *sites, struct sampling_site *sit
 /* The end of a marking: `state` says of a reference (class, iseq, method
  * entry) 0: unmarked, it dies in this collection; 1: marked; 2: marked
  * and old.  Every site holding a dead one (its class, or on its path) is
- * named by `name` (NULL when memory ran out: it then shows as unknown)
- * and lets go of its path; it keeps its class while the class lives.
+ * named by `name` (NULL when memory ran out: it then shows as unknown;
+ * the block is the site's to keep as its locations, and freed here) and
+ * lets go of its path; it keeps its class while the class lives.
  * When nothing died it costs one look at each distinct reference;
  * otherwise a look at each node's references and each site's class and
  * path, skipping in a minor marking (major false) the nodes and sites
