@@ -130,7 +130,7 @@ struct sampling_frame_node sampling_frame_end = { { 0, 0, SAMPLING_FRAME_END }, 
 #define NODE_OLD    1   /* its references were old at the last look */
 #define NODE_DEAD   2   /* one of its references dies in this collection */
 
-/* A node's home slot: its caller (malloc'd: never moves) and its pc
+/* A node's home slot: its caller (a slab's: never moves) and its pc
  * (inside an iseq body, which compaction does not move), so a home holds
  * across compaction. */
 static inline size_t
