@@ -9,6 +9,8 @@
 #
 #   FRAMEWORK_SITES_N         requests (default 300_000)
 #   FRAMEWORK_SITES_INTERVAL  bytes (default 4096; poisson, seed 1)
+#   FRAMEWORK_SITES_STOPPED   1: the sampler is not started (under
+#                             callgrind, the difference is the samples')
 DEPTH = 60
 ACTIONS = 200
 LINES = 10
@@ -30,7 +32,9 @@ module App
 end
 
 S = ObjectSpace::AllocationSampler
-S.start(interval: Integer(ENV.fetch("FRAMEWORK_SITES_INTERVAL", "4096")), mode: :poisson, seed: 1)
+unless ENV["FRAMEWORK_SITES_STOPPED"] == "1"
+  S.start(interval: Integer(ENV.fetch("FRAMEWORK_SITES_INTERVAL", "4096")), mode: :poisson, seed: 1)
+end
 Integer(ENV.fetch("FRAMEWORK_SITES_N", "300000")).times { |i| Framework.layer0(i * 7919 % 1_000_003) }
 st = S.stats
 puts "samples #{st[:samples]}, sites #{st[:sites]}, named #{st[:named]}, sites_bytes #{st[:profiler_memory][:sites]}, " \
