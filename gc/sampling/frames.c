@@ -331,11 +331,11 @@ capture_rest(struct capture *c, bool skip_next)
  * paid more than block frames saved; benchmark/results/optimisations.md,
  * "Tried and left out".) */
 static inline bool
-plain_match(const rb_control_frame_t *cfp, const struct sampling_frame *p)
+plain_match(const rb_control_frame_t *cfp, const struct sampling_frame_node *p)
 {
-    if (p->pc != (uintptr_t)SAMPLING_CFP_PC(cfp)) return false;
+    if (p->frame.pc != (uintptr_t)SAMPLING_CFP_PC(cfp)) return false;
     VALUE v = cfp->ep[VM_ENV_DATA_INDEX_ME_CREF];
-    return v == p->cme && v;
+    return v == p->frame.cme && v;
 }
 
 enum match { MATCH_FRAME, MATCH_HIDDEN, MATCH_STOP };
@@ -351,8 +351,9 @@ enum match { MATCH_FRAME, MATCH_HIDDEN, MATCH_STOP };
  * matches no C frame of pred on the method entry either, and is told
  * apart on the slower path. */
 static inline enum match
-match_step(const rb_control_frame_t *cfp, const struct sampling_frame *p)
+match_step(const rb_control_frame_t *cfp, const struct sampling_frame_node *node)
 {
+    const struct sampling_frame *p = &node->frame;
     const VALUE *pc = SAMPLING_CFP_PC(cfp);
     if (RB_UNLIKELY(p->pc != (uintptr_t)pc)) {
         /* another frame, pred's end mark, or a frame not shown */
@@ -378,8 +379,8 @@ match_step(const rb_control_frame_t *cfp, const struct sampling_frame *p)
     return MATCH_FRAME;
 }
 
-/* The walk while the stack is pred (a stored site's frames, with their
- * end mark), from cfp to end.  Returns where the stack departs from pred
+/* The walk while the stack is pred (a stored site's path, to the end
+ * mark: sites.h), from cfp to end.  Returns where the stack departs from pred
  * (the first frame not matched, or end: all of it matched), with
  * *matched the frames of pred it matched.  Each frame takes one step of
  * every rule (match_step); with `pairs`, common frames go two a round
@@ -388,29 +389,31 @@ match_step(const rb_control_frame_t *cfp, const struct sampling_frame *p)
  * the capture asks for it on deep stacks only (benchmark/results has
  * the cost of a frame). */
 static inline __attribute__((always_inline)) const rb_control_frame_t *
-match_pred(const rb_control_frame_t *cfp, const rb_control_frame_t *end, const struct sampling_frame *pred,
+match_pred(const rb_control_frame_t *cfp, const rb_control_frame_t *end, const struct sampling_frame_node *pred,
            uint32_t *matched, bool pairs)
 {
-    const struct sampling_frame *p = pred;
+    const struct sampling_frame_node *p = pred;
     const rb_control_frame_t *last = end - 1;   /* (frames go up toward end) */
     while (cfp != end) {
+        /* (p matched: not the end mark, so its caller is a node) */
         while (pairs && cfp < last && plain_match(cfp, p)) {
-            if (!plain_match(cfp + 1, p + 1)) {
+            const struct sampling_frame_node *q = p->caller;
+            if (!plain_match(cfp + 1, q)) {
                 /* the first was: the second takes the step below */
                 cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp);
-                p++;
+                p = q;
                 break;
             }
             cfp += 2;
-            p += 2;
+            p = q->caller;
         }
         if (pairs && cfp == end) break;
         enum match m = match_step(cfp, p);
         if (m == MATCH_STOP) break;
-        if (m == MATCH_FRAME) p++;
+        if (m == MATCH_FRAME) p = p->caller;
         cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp);
     }
-    *matched = (uint32_t)(p - pred);
+    *matched = (uint32_t)(pred->depth - p->depth);
     return cfp;
 }
 
@@ -487,8 +490,11 @@ sampling_frames_capture(struct sampling_frame *buf, uint32_t depth, struct sampl
         }
     }
     if (best) {
-        memcpy(out, best->frames, best_matched * sizeof(*out));
-        for (uint32_t j = 0; j < best_matched; j++) h = sampling_hash_pc(h, out++->pc);
+        const struct sampling_frame_node *p = best->frames;
+        for (uint32_t j = 0; j < best_matched; j++, p = p->caller) {
+            *out = p->frame;
+            h = sampling_hash_pc(h, out++->pc);
+        }
         cfp = best_at;
     }
     for (; cfp != fast_end; cfp = RUBY_VM_PREVIOUS_CONTROL_FRAME(cfp)) {
@@ -849,6 +855,18 @@ sampling_names_of(const struct sampling_frame *frames, uint32_t nframes, uint8_t
     free(t.buf);
     free(locs);
     free(at);
+    return names;
+}
+
+struct sampling_names *
+sampling_site_names(const struct sampling_site *site)
+{
+    if (site->names) return sampling_named_names(site->names);
+    struct sampling_frame *frames = malloc((site->nframes ? site->nframes : 1) * sizeof(*frames));
+    if (!frames) return NULL;
+    sampling_site_frames(site, frames);
+    struct sampling_names *names = sampling_names_of(frames, site->nframes, site->kind.origin, site->klass);
+    free(frames);
     return names;
 }
 

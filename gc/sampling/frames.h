@@ -46,7 +46,7 @@ struct sampling_capture {
     bool truncated;         /* frames were left out */
     uint8_t origin;         /* enum sampling_origin (records.h) */
     uint32_t cfps;          /* control frames (a cheap filter: sampling_site.cfps) */
-    const struct sampling_site *same;   /* the stack is this one of recent: buf was not written */
+    const struct sampling_site *same;   /* the stack is this one of recent's path: buf was not written */
 };
 
 /* Fills buf with up to depth frames of the current thread, innermost first
@@ -93,6 +93,10 @@ uint32_t sampling_frames_resolve(const struct sampling_frame *frames, uint32_t n
 struct sampling_names *sampling_names_of(const struct sampling_frame *frames, uint32_t nframes, uint8_t origin,
                                          uintptr_t klass);
 
+/* The same of a site: an unnamed one's from its path's frames, origin and
+ * class; a named one's as it was named (sampling_named_names). */
+struct sampling_names *sampling_site_names(const struct sampling_site *site);
+
 /* The one way every output names a class (a site's class, retention's
  * hops): Module#name when it has one, else as inspect shows it
  * (rb_any_to_s, rb_mod_to_s): "#<Class:0x000055d5c3a1b2c8>",
@@ -125,17 +129,15 @@ sampling_frames_site_key(struct sampling_site_key *key, struct sampling_frame *b
     key->recent = recent;
     key->cfps = capture->cfps;
     key->site = NULL;
+    key->path = NULL;
     const struct sampling_site *same = capture->same;
     /* the stack is a recent site's (buf was not written): that site, if
-     * the rest of the key is too; else its frames are this key's */
+     * the rest of the key is too; else its path is this key's (its
+     * frames copied to buf, for the checks that read them) */
     if (same) {
-        if (sampling_site_rest_equal(same, key)) {
-            key->site = (struct sampling_site *)same;
-            key->frames = same->frames;
-        }
-        else {
-            memcpy(buf, same->frames, same->nframes * sizeof(*same->frames));
-        }
+        key->path = same->frames;
+        if (sampling_site_rest_equal(same, key)) key->site = (struct sampling_site *)same;
+        else sampling_site_frames(same, buf);
     }
 }
 

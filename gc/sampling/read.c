@@ -153,7 +153,7 @@ read_record(const struct read_state *rd, size_t index)
     return rec->seq && rec->seq < rd->limit ? rec : NULL;
 }
 
-/* A site's names for a read: its own once named, else made now. */
+/* A site's names for a read, made now (from its path, or as it was named). */
 struct site_names {
     const struct sampling_site *site;
     struct sampling_names *made;
@@ -165,12 +165,8 @@ static VALUE
 site_names_convert(VALUE arg)
 {
     struct site_names *sn = (struct site_names *)arg;
-    const struct sampling_names *names = sn->site->names;
-    if (!names) {
-        const struct sampling_site *s = sn->site;
-        names = sn->made = sampling_names_of(s->frames, s->nframes, s->kind.origin, s->klass);
-        if (!names) rb_memerror();
-    }
+    const struct sampling_names *names = sn->made = sampling_site_names(sn->site);
+    if (!names) rb_memerror();
     return (VALUE)sn->convert(names, sn->arg);
 }
 

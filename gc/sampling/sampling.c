@@ -884,7 +884,7 @@ sampling_record(rb_objspace_t *objspace, rb_ractor_newobj_cache_t *cache, VALUE 
     sampling_frames_site_key(&in.site, sampler.scratch, &capture, imemo ? 0 : klass, type,
                              imemo ? (uint8_t)((flags >> FL_USHIFT) & 0x0f) : 0, sampling_labels_current(ec),
                              (uint8_t)heap_idx);
-    GC_ASSERT(in.site.hash == sampling_stack_hash(in.site.frames, in.site.nframes, in.site.truncated));
+    GC_ASSERT(in.site.site || in.site.hash == sampling_stack_hash(in.site.frames, in.site.nframes, in.site.truncated));
     in.sample.weight = sampler.config.mode == SAMPLING_MODE_FIXED ? (double)points * (double)sampler.config.interval
                                                                   : h->poisson_weight;
     in.sample.allocated_gc = objspace->profile.count;
@@ -1309,7 +1309,7 @@ records_verify(const char *when)
 static struct sampling_names *
 sampling_name_site(const struct sampling_site *site, void *objspace)
 {
-    return sampling_names_of(site->frames, site->nframes, site->kind.origin, site->klass);
+    return sampling_site_names(site);
 }
 
 #if SAMPLING_POINT_ON_CURSOR

@@ -14,24 +14,53 @@
  * A site without records (idle) stays for its totals; past `max` sites
  * the oldest idle one is folded into other_* (counted in `folded`).
  *
- * A site holds its class, iseqs and method entries weakly: the collector
- * does not mark them for the sampler (a profiler must not keep what the
- * program dropped); a live sampled object keeps its class alive anyway.
- * At the end of a marking sampling_sites_check_refs asks which references
- * died; every site holding one is named (its frames and class as text,
- * made before the sweep) and leaves the table: it is never matched
- * again and shows the names from then on; it keeps its class while the
- * class lives.  `refs` counts the references sites hold, once per site.
+ * The frames of sites are a tree (as JFR's stack-trace repository and
+ * pprof's locations share theirs): a node is one frame under the node of
+ * the frame that called it, stored once for every stack that has the
+ * same frames from there outward, and a site points at the node of its
+ * innermost frame; its stack is the path from there out to the root.  So
+ * a new site costs the frames it does not share with a stored one (a
+ * deep framework's frames are stored once).  Nodes are found by their
+ * caller's node and their frame (the node table); a node lives while a
+ * site's path runs through it (refcount: the nodes under it and the
+ * sites ending at it).  A node holds its iseq and method entry (below)
+ * unless its caller's frame holds the same one (recursion: a path holds
+ * a reference at its outermost node in a run of equal ones).
+ *
+ * A site holds its class weakly, and its path's nodes hold their iseqs
+ * and method entries weakly: the collector does not mark them for the
+ * sampler (a profiler must not keep what the program dropped); a live
+ * sampled object keeps its class alive anyway.  At the end of a marking
+ * sampling_sites_check_refs asks which references died; every site
+ * holding one, itself or on its path, is named (its frames and class as
+ * text, made before the sweep) and leaves the table: it is never matched
+ * again and shows the names from then on (kept as a path in a tree of
+ * locations, sampling_named_names); it lets go of its path (a node
+ * no site's path runs through any more is freed: so every node whose
+ * code died) and keeps its class while the class lives.  `refs` counts
+ * the references held, once per site (its class) and once per node (its
+ * iseq and method entry).
  *
  * Invariants (checked by sampling_sites_verify):
  *   every site is in the site list once (count);  the table holds exactly the unnamed ones
  *   idle list == the sites with refcount 0
- *   refs counts == references held by sites, and refs is a sound refset
+ *   refs counts == references held by sites and nodes (a node's: those
+ *   its caller's frame does not hold too), and refs is a sound refset
  *   (refset_verify)
- *   a stored site's hash == sampling_stack_hash of its frames, which end with the end mark
+ *   an unnamed site with frames ends at a stored node whose depth is its
+ *   nframes; a named one, or one with no frames, at none
+ *   a stored site's hash == sampling_stack_hash of its path's frames
  *   a stored site sits in the probe run from its home (hash and class);
  *   the table is at most half full (probe_verify)
  *   a recent site is a stored site (never named, never freed)
+ *   the node tree: every node is in the node table's chain of its home,
+ *   once, and is the only node there with its caller and frame; its
+ *   caller is a stored node or the end mark, its depth its caller's + 1;
+ *   its refcount == the nodes under it + the sites ending at it, > 0 (so
+ *   every node is on a site's path)
+ *   the slabs hold the nodes and the free list, and nothing else
+ *   the location tree: the same, for the name table's nodes and the
+ *   named sites (a named site's path n locations long)
  *
  * Memory comes from malloc only; no locking (the owner serialises).
  * Object references are opaque uintptr_t here (VALUE in CRuby).
@@ -60,8 +89,9 @@ struct sampling_frame {
 };
 
 #define SAMPLING_FRAME_LOCATION_ONLY ((uintptr_t)1)
-/* The pc of the mark after a stored site's last frame (frames[nframes]):
- * no control frame's pc (0 or aligned), so a compare stops there. */
+/* The pc of the mark past a stored path's outermost frame
+ * (sampling_frame_end): no control frame's pc (0 or aligned), so a
+ * compare stops there. */
 #define SAMPLING_FRAME_END (~(uintptr_t)0)
 
 /* The stack hash: every frame's pc, innermost first, one multiply a
@@ -100,8 +130,9 @@ enum sampling_origin {
 };
 
 /* A site as text: what a reader shows of its frames and class.  Made when
- * one of the site's references dies (the site keeps it and drops its
- * references), or for a read (then freed).  One malloc'd block; built
+ * one of the site's references dies (the site keeps it, as a path of
+ * locations: sampling_named below, and drops its references), or for a
+ * read (then freed).  One malloc'd block; built
  * without allocating a Ruby object (frames.c), so the collector can make
  * it at the end of marking, while the dying objects are still readable. */
 struct sampling_name {
@@ -122,6 +153,40 @@ extern struct sampling_names sampling_names_unknown;
  * location's path and label in order, and ends the text with one more
  * NUL).  0 for sampling_names_unknown (static). */
 size_t sampling_names_memsize(const struct sampling_names *names);
+
+/* A named site's text is kept as its frames were: its locations are a
+ * path in a tree of locations (a node: one location under the location
+ * outward of it, stored once for every named site with the same
+ * locations from there outward), found in the name table by their
+ * caller and text.  A named site keeps its class's name and its
+ * innermost location's node; sampling_named_names gives the names block
+ * back, byte for byte what the name function made. */
+struct sampling_name_node {
+    struct sampling_name_node *caller;      /* NULL past the outermost */
+    struct sampling_name_node *next;        /* the name table's chain */
+    uint64_t hash;                          /* of its caller and its location (its home) */
+    uint32_t refcount;                      /* name nodes it is the caller of + named sites ending at it */
+    uint32_t size;                          /* bytes, its text included */
+    struct sampling_name loc;               /* path (NULL: none) and label point into text */
+    char text[];                            /* the path, then the label */
+};
+
+struct sampling_name_table {
+    struct sampling_name_node **heads;      /* NULL: an empty chain */
+    size_t capacity, size, bytes;           /* a power of two; nodes; their bytes */
+};
+
+struct sampling_named {
+    struct sampling_name_node *locs;        /* the innermost location; NULL: none (n == 0, unknown) */
+    uint32_t n;                             /* locations */
+    bool has_klass;
+    char klass[];                           /* the class's name, with its NUL, if has_klass */
+};
+extern struct sampling_named sampling_named_unknown;   /* no memory to name it (static) */
+
+/* The names block of a named site (one malloc'd block: free it), laid
+ * out as sampling_names_of's; NULL without memory. */
+struct sampling_names *sampling_named_names(const struct sampling_named *named);
 
 /* What was allocated at a site, and where an empty stack comes from:
  * compared as one word when a sample looks for its site. */
@@ -178,11 +243,45 @@ sampling_lifetimes_add(struct sampling_lifetimes *to, const struct sampling_life
     to->objtime += from->objtime;
 }
 
+/* A node of the frame tree (see the model above): a frame, and the
+ * frames outward of it by `caller`.  The end mark (sampling_frame_end)
+ * is past the outermost frame of every path: its pc is no control
+ * frame's (SAMPLING_FRAME_END), so a comparison walking a path stops
+ * there. */
+struct sampling_frame_node {
+    struct sampling_frame frame;
+    struct sampling_frame_node *caller;     /* the end mark past the outermost frame */
+    struct sampling_frame_node *next;       /* the node table's chain */
+    uint32_t refcount;                      /* nodes it is the caller of + sites ending at it */
+    uint16_t depth;                         /* frames of its path, itself included (the end mark: 0) */
+    uint8_t flags;                          /* check_refs' (sites.c) */
+};
+extern struct sampling_frame_node sampling_frame_end;
+
+/* Nodes come from slabs of SAMPLING_NODE_SLAB (one malloc each, not one
+ * a node: a new site's nodes cost a few instructions each); a freed node
+ * goes back to the free list, and the slabs go once the tree is empty. */
+#define SAMPLING_NODE_SLAB 64
+struct sampling_node_slab {
+    struct sampling_node_slab *next;
+    struct sampling_frame_node nodes[SAMPLING_NODE_SLAB];
+};
+
+/* The node table: chains from home slots (caller and pc). */
+struct sampling_node_table {
+    struct sampling_frame_node **heads;     /* NULL: an empty chain */
+    size_t capacity, size;                  /* a power of two; nodes */
+    struct sampling_node_slab *slabs;
+    struct sampling_frame_node *free;       /* unused nodes of the slabs, by next */
+    size_t nslabs;
+};
+
 /* A site (see the model above). */
 struct sampling_site {
     uint64_t hash;          /* of the frames only */
     uintptr_t klass;        /* 0: hidden object or internal (T_IMEMO), or a class that died */
-    struct sampling_names *names;   /* set once named; then frames are not read */
+    struct sampling_named *names;   /* set once named (then frames is NULL) */
+    struct sampling_frame_node *frames;     /* its innermost frame's node; NULL: no frames, or named */
     struct sampling_site *older, *newer;            /* every site, oldest first */
     struct sampling_site *idle_older, *idle_newer;  /* sites no record uses, oldest first */
     double alloc_space;     /* estimated bytes allocated here (every sample's weight) */
@@ -195,9 +294,16 @@ struct sampling_site {
     uint32_t nframes;
     struct sampling_kind kind;
     bool truncated;         /* cut at depth */
-    bool refs_old;          /* every reference was old at the last look (check_refs) */
-    struct sampling_frame frames[];     /* nframes, then one with pc SAMPLING_FRAME_END */
+    bool refs_old;          /* every reference (its class, its path's) was old at the last look (check_refs) */
 };
+
+/* The frames of an unnamed site, innermost first, into out (nframes). */
+static inline void
+sampling_site_frames(const struct sampling_site *site, struct sampling_frame *out)
+{
+    const struct sampling_frame_node *n = site->frames;
+    for (uint32_t i = 0; i < site->nframes; i++, n = n->caller) out[i] = n->frame;
+}
 
 struct sampling_site_table {
     struct sampling_site **slots;   /* open addressing, NULL: empty */
@@ -218,6 +324,8 @@ struct sampling_sites {
     size_t max;                         /* sites kept (max_samples) */
     struct sampling_recent recent[SAMPLING_RECENT_SLOTS];
     struct sampling_site_table table;   /* the sites not named */
+    struct sampling_node_table nodes;   /* the frame tree */
+    struct sampling_name_table names;   /* the named sites' locations */
     struct sampling_site *oldest, *newest;              /* every site */
     struct sampling_site *idle_oldest, *idle_newest;    /* sites without records */
     size_t count;
@@ -240,6 +348,7 @@ struct sampling_site_key {
     uint8_t recent;                     /* the recent slot to set (< SAMPLING_RECENT_SLOTS) */
     uint32_t cfps;                      /* control frames the capture saw (not part of the key) */
     struct sampling_site *site;         /* non-NULL: this site equals the key (the capture found it) */
+    struct sampling_frame_node *path;   /* non-NULL: frames are this node's path (a stored site's) */
 };
 
 /* Whether site s has key's class, kind and label set: every part of the
@@ -284,12 +393,14 @@ void sampling_site_unuse(struct sampling_sites *sites, struct sampling_site *sit
 
 /* The end of a marking: `state` says of a reference (class, iseq, method
  * entry) 0: unmarked, it dies in this collection; 1: marked; 2: marked
- * and old.  Every site holding a dead one is named by `name` (NULL when
- * memory ran out: it then shows as unknown) and drops its frames'
- * references; it keeps its class while the class lives.  When nothing
- * died it costs one look at each distinct reference; otherwise a look at
- * each site's references, skipping in a minor marking (major false) the
- * sites whose references were all old. */
+ * and old.  Every site holding a dead one (its class, or on its path) is
+ * named by `name` (NULL when memory ran out: it then shows as unknown;
+ * the block is the site's to keep as its locations, and freed here) and
+ * lets go of its path; it keeps its class while the class lives.
+ * When nothing died it costs one look at each distinct reference;
+ * otherwise a look at each node's references and each site's class and
+ * path, skipping in a minor marking (major false) the nodes and sites
+ * whose references were all old. */
 typedef int sampling_ref_state_fn(uintptr_t ref, void *data);  /* as records.h's liveness, -1 included */
 typedef struct sampling_names *sampling_name_fn(const struct sampling_site *site, void *data);
 void sampling_sites_check_refs(struct sampling_sites *sites, sampling_ref_state_fn *state, sampling_name_fn *name,
@@ -312,13 +423,19 @@ void sampling_sites_fold_to(struct sampling_sites *sites, size_t max);
 
 void sampling_sites_free(struct sampling_sites *sites);
 
-/* Bytes the sites hold: each site with its frames and its names, the
- * table, the set of references; O(sites), read only.  Bound: at most max
- * sites, each sizeof(struct sampling_site) + (depth + 2) frames of 24
- * bytes (the end mark, and the location-only frame of a cut stack) and,
- * once named, its text; a table of at most 2 x max pointers (rounded up
- * to a power of two); a reference set of at most 2 x the distinct
- * references (16 bytes each). */
+/* Bytes the sites hold: each site, the nodes of frames and of locations,
+ * the three tables, the set of references; O(sites), read only.  Bound:
+ * at most max sites, each sizeof(struct sampling_site) and, once named,
+ * its class's name (sizeof(struct sampling_named) + the name); at most
+ * depth + 1 frame nodes a site (the location-only frame of a cut stack),
+ * sizeof(struct sampling_frame_node) each, and as many location nodes
+ * (sizeof(struct sampling_name_node) + the location's text) a named
+ * site, fewer as sites share them; frame nodes are held in slabs of
+ * SAMPLING_NODE_SLAB, as many as the most nodes held since the tree was
+ * last empty needed; a site table of at most 2 x max pointers (rounded up
+ * to a power of two) and node and name tables of at most 2 x the most
+ * nodes they held (rounded up); a reference set of at most 2 x the
+ * distinct references (16 bytes each). */
 size_t sampling_sites_memsize(const struct sampling_sites *sites);
 
 /* Checks the invariants above, and that the sites' refcounts add up to

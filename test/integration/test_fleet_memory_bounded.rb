@@ -7,12 +7,15 @@
 # by the code the profiles name (the same 600 methods, all named first).
 # Bounded by counts, not time: once sites and label sets are full, ten
 # more rounds leave every part but the sites exactly as it was.  The
-# sites part moves only with the mix of stack depths among the 200 kept
-# (24 bytes a frame; stated bound: 5% of the part): its tables cannot
-# grow again, 200 sites fit the 512-slot table, and their references (at
-# most 3 a site of their own, the methods' iseqs and entry, plus the
-# shared frames': about 640) stay under the 1,024 that would double the
-# 2,048-entry reference set.
+# sites part moves only with the mix of frames the 200 kept share (their
+# frames are a tree, sites.h: a site costs the frames it does not share
+# with another kept one; here 1 to 4 nodes of 48 bytes, 300 to 500 nodes
+# in all, and the node table's 512 or 1,024 heads; stated bound: 25% of
+# the part, where a part that kept growing would be ten times it): 200
+# sites fit the 512-slot table, and their references (at most 3 a site
+# of their own, the methods' iseqs and entry, plus the shared frames':
+# about 640) stay under the 1,024 that would double the 2,048-entry
+# reference set.
 require_relative "helper"
 
 class TestFleetMemoryBounded < Minitest::Test
@@ -56,10 +59,10 @@ class TestFleetMemoryBounded < Minitest::Test
       # label sets, timeline, malloc table, addresses, scratch: exactly as
       # they were; records may step once more (the peak's spill, bounded
       # by max_samples, doubles when a later GC is a new peak: seen under
-      # YJIT), sites move with the mix of stack depths
+      # YJIT), sites move with the mix of frames they share
       assert_equal base.values_at(5, 6, 7, 8, 9), r.values_at(5, 6, 7, 8, 9), "round #{full + 1 + i}: #{r.inspect}"
       assert_in_delta base[3], r[3], base[3] * 0.05, "records part, round #{full + 1 + i}"
-      assert_in_delta base[4], r[4], base[4] * 0.05, "sites part, round #{full + 1 + i}"
+      assert_in_delta base[4], r[4], base[4] * 0.25, "sites part, round #{full + 1 + i}"
       assert_equal r[3..].sum, r[2], "profiler_bytes is the sum of its parts"
     end
   end

@@ -114,9 +114,10 @@ sample_in(struct sampling_sample_in *in, struct sampling_frame *frames, uintptr_
     in->site.recent = (uint8_t)rnd(SAMPLING_RECENT_SLOTS);
 }
 
-/* As the capture does, half the time: the key's site when a recent site of
- * its slot has the same stack, class, kind and labels (sampling_frames_capture
- * compares only whole, uncut stacks). */
+/* As the capture does, half the time: when a recent site of its slot has
+ * the same stack (sampling_frames_capture compares only whole, uncut
+ * stacks), the key's path is that site's, and its site that site if the
+ * class, kind and labels are too (sampling_frames_site_key). */
 static void
 find_recent(const struct sampling_records *r, struct sampling_sample_in *in)
 {
@@ -124,10 +125,13 @@ find_recent(const struct sampling_records *r, struct sampling_sample_in *in)
     struct sampling_site *const *ways = sampling_sites_recent(&r->sites, in->site.recent);
     for (int i = 0; i < SAMPLING_RECENT_WAYS; i++) {
         struct sampling_site *s = ways[i];
-        if (s && !s->truncated && !in->site.truncated && s->nframes == in->site.nframes &&
-            sampling_site_rest_equal(s, &in->site) && s->hash == in->site.hash &&
-            memcmp(s->frames, in->site.frames, s->nframes * sizeof(*s->frames)) == 0) {
-            in->site.site = s;
+        struct sampling_frame held[8];
+        if (s && !s->truncated && !in->site.truncated && s->nframes && s->nframes == in->site.nframes &&
+            s->hash == in->site.hash) {
+            sampling_site_frames(s, held);
+            if (memcmp(held, in->site.frames, s->nframes * sizeof(*held)) != 0) continue;
+            in->site.path = s->frames;
+            if (sampling_site_rest_equal(s, &in->site)) in->site.site = s;
             recent_hits++;
             return;
         }
@@ -164,9 +168,9 @@ test_random_streams(void)
                 /* no site holds a reference that died */
                 for (const struct sampling_site *site = r.sites.oldest; site && ok; site = site->newer) {
                     bool held_dead = site->klass && ref_dead(site->klass, NULL);
-                    for (uint32_t i = 0; !site->names && i < site->nframes; i++) {
-                        held_dead |= (site->frames[i].iseq && ref_dead(site->frames[i].iseq, NULL)) ||
-                                     (site->frames[i].cme && ref_dead(site->frames[i].cme, NULL));
+                    for (const struct sampling_frame_node *n = site->frames; n && n->depth; n = n->caller) {
+                        held_dead |= (n->frame.iseq && ref_dead(n->frame.iseq, NULL)) ||
+                                     (n->frame.cme && ref_dead(n->frame.cme, NULL));
                     }
                     if (held_dead) { CHECK(0, "seed %llu op %d: a site holds a dead reference", (unsigned long long)seed, op); ok = 0; }
                 }
@@ -343,9 +347,10 @@ test_reserve(void)
     /* what the reserve asked for, and no more for 5,000 records in it */
     CHECK(sampling_records_memsize(&r) == 5000 * (64 + 4 + 16) + 8192 * 4, "records memsize %zu",
           sampling_records_memsize(&r));
-    /* one site (the same stack): its struct, its frame and the end mark; a 256-slot table; a 64-entry refset */
-    size_t site_bytes = sizeof(struct sampling_site) + 2 * sizeof(struct sampling_frame);
-    CHECK(r.sites.count == 1 && sampling_sites_memsize(&r.sites) == site_bytes + 256 * sizeof(void *) + 64 * 16,
+    /* one site (the same stack): its struct and its frame's node (a slab);
+     * a 256-slot site table, a 256-head node table; a 64-entry refset */
+    size_t site_bytes = sizeof(struct sampling_site) + sizeof(struct sampling_node_slab);
+    CHECK(r.sites.count == 1 && sampling_sites_memsize(&r.sites) == site_bytes + 2 * 256 * sizeof(void *) + 64 * 16,
           "sites memsize %zu", sampling_sites_memsize(&r.sites));
     sampling_records_free(&r);
 
@@ -422,7 +427,7 @@ test_totals_and_weak_refs(void)
     }
     int exact = 1;
     for (const struct sampling_site *s = r.sites.oldest; s; s = s->newer) {
-        int site = (int)((s->frames[0].iseq - 1000) / 8);
+        int site = (int)((s->frames->frame.iseq - 1000) / 8);
         if (s->alloc_space != expected[site] || s->alloc_objects != expected[site] / 40) exact = 0;
     }
     CHECK(exact && r.sites.count == 3 && r.evicted > 500 && sampling_records_count(&r) <= 10 &&
