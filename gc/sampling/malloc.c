@@ -248,9 +248,10 @@ malloc_inline_ok(void)
     return !sampling_ractors && !sampler.records.reading;
 }
 
-/* Malloc samples have a recent slot of their own (no heap uses it), but
- * their captures compare with no recent site: a queued sample is applied
- * later, when the site it matched may be gone. */
+/* Malloc samples have a recent slot of their own (no heap uses it).  A
+ * sample applied at once compares its stack with its recent sites, as a
+ * slot sample does; a queued one with none: it is applied later, when
+ * the site it matched may be gone. */
 #define MALLOC_RECENT_SLOT (SAMPLING_RECENT_SLOTS - 1)
 STATIC_ASSERT(malloc_recent_slot, HEAP_COUNT <= MALLOC_RECENT_SLOT);
 static struct sampling_stack *const malloc_no_recent[SAMPLING_RECENT_WAYS];
@@ -630,7 +631,10 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block
     t->busy = true;
     const void *ec = NULL;
     if (now) {
-        e.capture = sampling_frames_capture(sampler.scratch, sampler.params.depth, malloc_no_recent, &ec, T_NONE);
+        /* applied at once: the stack is often one of the last malloc
+         * sites' (compared, not captured and hashed again) */
+        e.capture = sampling_frames_capture(sampler.scratch, sampler.params.depth,
+                                            sampling_sites_recent(&sampler.records.sites, MALLOC_RECENT_SLOT), &ec, T_NONE);
         e.frames = sampler.scratch;
     }
     else if (gvl) {
@@ -655,9 +659,11 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block
         malloc_lose(&e.sample);
     }
     else if (now) {
+        /* this sample first: the queue, applied, may fold the recent
+         * site its capture found */
         malloc_announce(ptr, block_size, e.sample.weight, regrown);
-        malloc_drain_locked(objspace->profile.count);
         malloc_apply_sample(ptr, block_size, &e.sample, e.frames, e.capture, e.labels, objspace->profile.count);
+        if (malloc_nevents || malloc_lost) malloc_drain_locked(objspace->profile.count);
     }
     else if (malloc_queue(&e)) {
         b->pending++;
