@@ -591,6 +591,7 @@ static void
 malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block_size, uint64_t points,
               const void *from, uint64_t serial)
 {
+    SAMPLING_PHASE_START(t0);
     struct malloc_thread *t = &malloc_tls;
     struct malloc_event e = { MALLOC_EVENT_SAMPLE };
     e.ptr = ptr;
@@ -630,6 +631,7 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block
     e.during_read = __atomic_load_n(&sampler.records.reading, __ATOMIC_RELAXED) > 0;
     t->busy = true;
     const void *ec = NULL;
+    SAMPLING_PHASE_START(t1);
     if (now) {
         /* applied at once: the stack is often one of the last malloc
          * sites' (compared, not captured and hashed again) */
@@ -643,8 +645,10 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block
         e.frames = malloc((sampler.params.depth + 1) * sizeof(*e.frames));
         if (e.frames) e.capture = sampling_frames_capture(e.frames, sampler.params.depth, malloc_no_recent, &ec, T_NONE);
     }
+    SAMPLING_PHASE_END(SAMPLING_PHASE_MCAPTURE, t1);
     /* its thread's labels, read by that thread (none without the GVL) */
     e.labels = sampling_labels_current(ec);
+    SAMPLING_PHASE_START(t2);
     pthread_mutex_lock(&malloc_lock);
     struct sampling_block *b = serial ? malloc_block_move(objspace, from, ptr, serial, now) : NULL;
     bool regrown = b != NULL;   /* announced anew (usdt.h) */
@@ -674,7 +678,9 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block
         malloc_lose(&e.sample);
     }
     pthread_mutex_unlock(&malloc_lock);
+    SAMPLING_PHASE_END(SAMPLING_PHASE_MRECORD, t2);
     t->busy = false;
+    SAMPLING_PHASE_END(SAMPLING_PHASE_MSAMPLE, t0);
 }
 
 /* With --enable-checks: the table agrees with the filter, the queue and
@@ -775,7 +781,9 @@ static NOINLINE(void malloc_free_slow(void *objspace, void *ptr, size_t old_size
 static void
 malloc_free_slow(void *objspace, void *ptr, size_t old_size)
 {
+    SAMPLING_PHASE_START(t0);
     if (ptr) malloc_forget(objspace, ptr);
+    SAMPLING_PHASE_END(SAMPLING_PHASE_MFREE, t0);
     rb_gc_impl_free_default(objspace, ptr, old_size);
 }
 
