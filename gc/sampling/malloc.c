@@ -63,8 +63,9 @@
  *
  * Liveness is exact: a record lives until its block is freed or
  * reallocated.  In the records' live list a block is its address with
- * the low bit set, which no object has: the end-of-marking check calls it
- * live, compaction leaves it alone, and Sample#object is nil.
+ * the low bit set, which no object has: compaction leaves it alone, and
+ * Sample#object is nil; the blocks sit apart at the list's front, where
+ * no end-of-marking check walks (records.h).
  *
  * From its host.  Included, this file uses what sampling.c defines
  * before the include, which no header declares:
