@@ -104,6 +104,7 @@ sampling_blocks_move(struct sampling_blocks *t, const void *from, const void *to
     struct sampling_block *old = sampling_blocks_find(t, from);
     b->record = old->record;
     b->pending = old->pending;
+    b->moving = old->moving;
     b->seq = old->seq;
     b->serial = old->serial;
     sampling_blocks_remove(t, old);     /* (may move b) */

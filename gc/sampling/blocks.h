@@ -5,8 +5,8 @@
  *
  * Model.  An entry per sampled block not freed yet: its address, an entry
  * number of its own (serial: a realloc finds its entry again by it) and
- * what malloc.c keeps with it (record, seq, pending; this module only
- * carries them).  The entries are an open-addressing table on probe.h's
+ * what malloc.c keeps with it (record, seq, pending, moving; this module
+ * only carries them).  The entries are an open-addressing table on probe.h's
  * scheme (home from the address, half full at most, deletion by backward
  * shift: no tombstones).  Its capacity is a power of two, at least
  * SAMPLING_BLOCKS_MIN, set at a rebuild to 4 slots a block (the first
@@ -48,7 +48,8 @@
 struct sampling_block {
     uintptr_t ptr;          /* the block's address; 0: an empty slot */
     uint32_t record;        /* the owner's (malloc.c: record index) */
-    uint32_t pending;       /* the owner's (malloc.c: queued events naming it) */
+    uint32_t pending : 31;  /* the owner's (malloc.c: queued events naming it) */
+    uint32_t moving : 1;    /* the owner's (malloc.c: a realloc of it is under way) */
     uint64_t seq;           /* the owner's (malloc.c: the record's sample) */
     uint64_t serial;        /* this entry's own number, from 1 */
 };

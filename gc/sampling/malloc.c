@@ -63,8 +63,9 @@
  *
  * Liveness is exact: a record lives until its block is freed or
  * reallocated.  In the records' live list a block is its address with
- * the low bit set, which no object has: the end-of-marking check calls it
- * live, compaction leaves it alone, and Sample#object is nil.
+ * the low bit set, which no object has: compaction leaves it alone, and
+ * Sample#object is nil; the blocks sit apart at the list's front, where
+ * no end-of-marking check walks (records.h).
  *
  * From its host.  Included, this file uses what sampling.c defines
  * before the include, which no header declares:
@@ -248,9 +249,10 @@ malloc_inline_ok(void)
     return !sampling_ractors && !sampler.records.reading;
 }
 
-/* Malloc samples have a recent slot of their own (no heap uses it), but
- * their captures compare with no recent site: a queued sample is applied
- * later, when the site it matched may be gone. */
+/* Malloc samples have a recent slot of their own (no heap uses it).  A
+ * sample applied at once compares its stack with its recent sites, as a
+ * slot sample does; a queued one with none: it is applied later, when
+ * the site it matched may be gone. */
 #define MALLOC_RECENT_SLOT (SAMPLING_RECENT_SLOTS - 1)
 STATIC_ASSERT(malloc_recent_slot, HEAP_COUNT <= MALLOC_RECENT_SLOT);
 static struct sampling_site *const malloc_no_recent[SAMPLING_RECENT_WAYS];
@@ -408,17 +410,27 @@ malloc_end_locked(rb_objspace_t *objspace, uint32_t record, uint64_t seq, bool n
     if (!malloc_queue(&e)) __atomic_fetch_add(&malloc_state.lost_frees, 1, __ATOMIC_RELAXED);
 }
 
+/* Ends an entry's record and removes it: `at` is where the table holds it,
+ * `addr` its block's address for the tracer.  Under malloc_lock. */
+static void
+malloc_end_entry_locked(rb_objspace_t *objspace, struct sampling_block *b, const void *at, const void *addr, bool now)
+{
+    if (b->pending) malloc_events_retarget(at, NULL);     /* still queued: recorded dead */
+    malloc_end_locked(objspace, b->record, b->seq, now);
+    usdt_free((uintptr_t)addr);
+    sampling_blocks_remove(&malloc_blocks, b);
+}
+
 /* Ends the sample of a block being freed, if it was sampled (the filter
- * said maybe).  Under malloc_lock. */
+ * said maybe).  Under malloc_lock.  An entry whose block is being
+ * reallocated (moving) is not this block's: that block has left the
+ * address, and the one freed got it meanwhile (below). */
 static void
 malloc_forget_locked(rb_objspace_t *objspace, void *ptr, bool now)
 {
     struct sampling_block *b = malloc_block_find(ptr);
-    if (!b) return;     /* the filter's false positive */
-    if (b->pending) malloc_events_retarget(ptr, NULL);     /* still queued: recorded dead */
-    malloc_end_locked(objspace, b->record, b->seq, now);
-    usdt_free((uintptr_t)ptr);
-    sampling_blocks_remove(&malloc_blocks, b);
+    if (!b || b->moving) return;     /* the filter's false positive, or not this block's */
+    malloc_end_entry_locked(objspace, b, ptr, ptr, now);
 }
 
 static NOINLINE(void malloc_forget(rb_objspace_t *objspace, void *ptr));
@@ -433,47 +445,103 @@ malloc_forget(rb_objspace_t *objspace, void *ptr)
 
 /* ---- realloc of a sampled block: the block keeps its sample ----
  *
- * The block's entry is found before the realloc (its serial) and again
- * after it, under its new address: the record, its stack, weight and
- * birth stay the block's.  While glibc's realloc runs, a block that
- * moves is free at its old address, and another thread may get that
- * address and free it or have it sampled, which ends the entry there
- * (as it would end an entry a plain free() left): the serial then no
- * longer matches, and the block goes on unsampled (its record counted a
- * death, as every realloc did before). */
+ * The block's entry is marked moving before the realloc (its serial is
+ * read then) and found again after it, by serial, and moved to the new
+ * address: the record, its stack, weight and birth stay the block's.
+ * While glibc's realloc runs, a block that moves is free at its old
+ * address, and another thread may get that address (issue 40: under
+ * load, test_malloc_realloc_window.rb at once).  A moving entry is not
+ * that block's: a free there leaves it alone (malloc_forget_locked), a
+ * realloc there reads no serial, and a block sampled there (or a
+ * realloc's block arriving there) moves it aside, to a key of its own
+ * (malloc_moving_key: odd, so no block's address), with its queued
+ * events, until its realloc finds it there (malloc_claim_locked).  A
+ * failed realloc clears the mark (the block never left).  default.c's
+ * realloc returns (NULL when it fails: gc.c raises after it), so every
+ * mark is cleared by the thread that set it. */
 
-/* The serial of ptr's entry, 0 if it has none. */
+/* Where a moving entry waits while another block has its address. */
+static inline void *
+malloc_moving_key(uint64_t serial)
+{
+    return (void *)(uintptr_t)((serial << 4) | 1);
+}
+
+/* A new block is at ptr, to be sampled (or a reader's own, counted): an
+ * entry there is a block's that is gone (released with plain free():
+ * its record ends), or a moving one's, which moves aside.  Under
+ * malloc_lock; may move any entry. */
+static void
+malloc_claim_locked(rb_objspace_t *objspace, void *ptr, bool now)
+{
+    struct sampling_block *b = malloc_block_find(ptr);
+    if (!b) return;
+    if (!b->moving) {
+        malloc_end_entry_locked(objspace, b, ptr, ptr, now);
+        return;
+    }
+    void *key = malloc_moving_key(b->serial);
+    bool pending = b->pending != 0;
+    if (!sampling_blocks_move(&malloc_blocks, ptr, key)) {
+        /* no memory: its record ends (as a realloc's move without memory) */
+        malloc_end_entry_locked(objspace, malloc_block_find(ptr), ptr, ptr, now);
+        return;
+    }
+    if (pending) malloc_events_retarget(ptr, key);
+}
+
+/* The serial of ptr's entry, marked moving; 0 if it has none (or a moving
+ * one: another block's, which left this address). */
 static NOINLINE(uint64_t malloc_serial(const void *ptr));
 static uint64_t
 malloc_serial(const void *ptr)
 {
     pthread_mutex_lock(&malloc_lock);
     struct sampling_block *b = malloc_block_find(ptr);
-    uint64_t serial = b ? b->serial : 0;
+    uint64_t serial = 0;
+    if (b && !b->moving) {
+        b->moving = 1;
+        serial = b->serial;
+    }
     pthread_mutex_unlock(&malloc_lock);
     return serial;
 }
 
-/* The entry numbered serial, moved from `from` to `to`; NULL if it is gone
- * (or no memory to move it: its record ends).  Under malloc_lock. */
+/* The realloc failed: the block is where it was. */
+static NOINLINE(void malloc_unmark(const void *ptr, uint64_t serial));
+static void
+malloc_unmark(const void *ptr, uint64_t serial)
+{
+    pthread_mutex_lock(&malloc_lock);
+    struct sampling_block *b = malloc_block_find(ptr);
+    if (b && b->serial == serial) b->moving = 0;
+    pthread_mutex_unlock(&malloc_lock);
+}
+
+/* The entry numbered serial (at `from`, or moved aside), unmarked and
+ * moved to `to`; NULL if it is gone (a stop's clear, or no memory to
+ * move it: its record ends).  Under malloc_lock. */
 static struct sampling_block *
 malloc_block_move(rb_objspace_t *objspace, const void *from, void *to, uint64_t serial, bool now)
 {
-    struct sampling_block *b = malloc_block_find(from);
-    if (!b || b->serial != serial) return NULL;
-    if (from == to) return b;
-    /* an entry left at `to` by a block released with plain free() */
-    if (malloc_block_find(to)) malloc_forget_locked(objspace, to, now);
-    struct sampling_block *moved = sampling_blocks_move(&malloc_blocks, from, to);
+    void *at = (void *)from;
+    struct sampling_block *b = malloc_block_find(at);
+    if (!b || b->serial != serial) {
+        at = malloc_moving_key(serial);
+        b = malloc_block_find(at);
+        if (!b || b->serial != serial) return NULL;
+    }
+    b->moving = 0;
+    if (at == to) return b;
+    /* an entry left at `to` by a block released with plain free(), or a
+     * moving one's */
+    malloc_claim_locked(objspace, to, now);
+    struct sampling_block *moved = sampling_blocks_move(&malloc_blocks, at, to);
     if (!moved) {
-        b = malloc_block_find(from);
-        if (b->pending) malloc_events_retarget(from, NULL);
-        malloc_end_locked(objspace, b->record, b->seq, now);
-        usdt_free((uintptr_t)from);
-        sampling_blocks_remove(&malloc_blocks, b);
+        malloc_end_entry_locked(objspace, malloc_block_find(at), at, from, now);
         return NULL;
     }
-    if (moved->pending) malloc_events_retarget(from, to);
+    if (moved->pending) malloc_events_retarget(at, to);
     usdt_move((uintptr_t)from, (uintptr_t)to);
     return moved;
 }
@@ -524,6 +592,7 @@ static void
 malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block_size, uint64_t points,
               const void *from, uint64_t serial)
 {
+    SAMPLING_PHASE_START(t0);
     struct malloc_thread *t = &malloc_tls;
     struct malloc_event e = { MALLOC_EVENT_SAMPLE };
     e.ptr = ptr;
@@ -546,9 +615,15 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block
     bool now = gvl && malloc_inline_ok();
     if (gvl && sampler_reading_here()) {
         /* a reader's own block: counted, not recorded (sampling.c) */
-        pthread_mutex_lock(&malloc_lock);
-        if (malloc_block_find(ptr)) malloc_forget_locked(objspace, ptr, now);
-        pthread_mutex_unlock(&malloc_lock);
+        if (serial) {
+            /* a sampled block it reallocated keeps its record */
+            malloc_resized(objspace, from, ptr, serial, block_size);
+        }
+        else {
+            pthread_mutex_lock(&malloc_lock);
+            malloc_claim_locked(objspace, ptr, now);
+            pthread_mutex_unlock(&malloc_lock);
+        }
         __atomic_fetch_add(&sampler_reader_samples, 1, __ATOMIC_RELAXED);
         return;
     }
@@ -557,8 +632,12 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block
     e.during_read = __atomic_load_n(&sampler.records.reading, __ATOMIC_RELAXED) > 0;
     t->busy = true;
     const void *ec = NULL;
+    SAMPLING_PHASE_START(t1);
     if (now) {
-        e.capture = sampling_frames_capture(sampler.scratch, sampler.params.depth, malloc_no_recent, &ec, T_NONE);
+        /* applied at once: the stack is often one of the last malloc
+         * sites' (compared, not captured and hashed again) */
+        e.capture = sampling_frames_capture(sampler.scratch, sampler.params.depth,
+                                            sampling_sites_recent(&sampler.records.sites, MALLOC_RECENT_SLOT), &ec, T_NONE);
         e.frames = sampler.scratch;
     }
     else if (gvl) {
@@ -567,15 +646,17 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block
         e.frames = malloc((sampler.params.depth + 1) * sizeof(*e.frames));
         if (e.frames) e.capture = sampling_frames_capture(e.frames, sampler.params.depth, malloc_no_recent, &ec, T_NONE);
     }
+    SAMPLING_PHASE_END(SAMPLING_PHASE_MCAPTURE, t1);
     /* its thread's labels, read by that thread (none without the GVL) */
     e.labels = sampling_labels_current(ec);
+    SAMPLING_PHASE_START(t2);
     pthread_mutex_lock(&malloc_lock);
     struct sampling_block *b = serial ? malloc_block_move(objspace, from, ptr, serial, now) : NULL;
     bool regrown = b != NULL;   /* announced anew (usdt.h) */
     if (!b) {
         /* an entry left by a block released with plain free()
-         * (docs/malloc-sampling.md#limits) */
-        if (malloc_block_find(ptr)) malloc_forget_locked(objspace, ptr, now);
+         * (docs/malloc-sampling.md#limits), or a moving one's */
+        malloc_claim_locked(objspace, ptr, now);
         b = malloc_block_add(ptr);
     }
     if (!b) {
@@ -583,9 +664,11 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block
         malloc_lose(&e.sample);
     }
     else if (now) {
+        /* this sample first: the queue, applied, may fold the recent
+         * site its capture found */
         malloc_announce(ptr, block_size, e.sample.weight, regrown);
-        malloc_drain_locked(objspace->profile.count);
         malloc_apply_sample(ptr, block_size, &e.sample, e.frames, e.capture, e.labels, objspace->profile.count);
+        if (malloc_nevents || malloc_lost) malloc_drain_locked(objspace->profile.count);
     }
     else if (malloc_queue(&e)) {
         b->pending++;
@@ -596,7 +679,9 @@ malloc_record(rb_objspace_t *objspace, void *ptr, uint64_t bytes, uint64_t block
         malloc_lose(&e.sample);
     }
     pthread_mutex_unlock(&malloc_lock);
+    SAMPLING_PHASE_END(SAMPLING_PHASE_MRECORD, t2);
     t->busy = false;
+    SAMPLING_PHASE_END(SAMPLING_PHASE_MSAMPLE, t0);
 }
 
 /* With --enable-checks: the table agrees with the filter, the queue and
@@ -609,9 +694,14 @@ malloc_verify(void)
     pthread_mutex_lock(&malloc_lock);
     const struct sampling_records *r = &sampler.records;
     const char *err = sampling_blocks_verify(&malloc_blocks);
+    size_t moving = 0;
     for (size_t i = 0; i < malloc_blocks.capacity && !err; i++) {
         const struct sampling_block *b = &malloc_blocks.slots[i];
         if (!b->ptr) continue;
+        if ((b->ptr & 1) && (!b->moving || b->ptr != (uintptr_t)malloc_moving_key(b->serial))) {
+            err = "an entry moved aside is not its serial's moving entry";
+        }
+        moving += b->moving;
         size_t pending = 0;
         for (size_t j = 0; j < malloc_nevents; j++) {
             pending += malloc_events[j].op != MALLOC_EVENT_END && malloc_events[j].ptr == (void *)b->ptr;
@@ -619,15 +709,16 @@ malloc_verify(void)
         if (pending != b->pending) err = "an entry's pending count != the queued events naming it";
         /* (a moved block's record takes its new address when its queued
          * events are applied: a read on, a realloc's move waits there) */
-        if (!err && !b->pending && b->record != SAMPLING_NONE && b->record < r->used) {
+        if (!err && !b->pending && !b->moving && b->record != SAMPLING_NONE && b->record < r->used) {
             const struct sampling_record *rec = &r->items[b->record];
             if (rec->seq == b->seq && !rec->dead && r->live[rec->live_pos].obj != (b->ptr | 1)) {
                 err = "a sampled block's live record names another address";
             }
         }
     }
-    /* every live malloc record has its block's entry (unless a free was lost) */
-    if (!err && !malloc_state.lost_frees && !malloc_nevents) {
+    /* every live malloc record has its block's entry (unless a free was
+     * lost; a moving block's record takes its address after the move) */
+    if (!err && !malloc_state.lost_frees && !malloc_nevents && !moving) {
         for (size_t i = 0; i < r->nlive && !err; i++) {
             const struct sampling_record *rec = &r->items[r->live[i].record];
             if (rec->heap != SAMPLING_HEAP_MALLOC) continue;
@@ -691,7 +782,9 @@ static NOINLINE(void malloc_free_slow(void *objspace, void *ptr, size_t old_size
 static void
 malloc_free_slow(void *objspace, void *ptr, size_t old_size)
 {
+    SAMPLING_PHASE_START(t0);
     if (ptr) malloc_forget(objspace, ptr);
+    SAMPLING_PHASE_END(SAMPLING_PHASE_MFREE, t0);
     rb_gc_impl_free_default(objspace, ptr, old_size);
 }
 
@@ -719,7 +812,10 @@ malloc_realloc_slow(void *objspace, void *ptr, size_t new_size, size_t old_size 
 #endif
     uint64_t serial = malloc_maybe_sampled(ptr) ? malloc_serial(ptr) : 0;
     void *mem = rb_gc_impl_realloc_default(objspace, ptr, new_size, old_size SAMPLING_GC_ALLOWED_ARG);
-    if (!mem) return mem;
+    if (!mem) {
+        if (serial) malloc_unmark(ptr, serial);
+        return mem;
+    }
     uint64_t growth = new_size > old_size ? new_size - old_size : 0;
     uint64_t points = growth ? malloc_count(&malloc_tls, growth) : 0;
     /* (realloc to 0 bytes gives a block of at least 1: default.c) */

@@ -22,6 +22,14 @@
  *   MARKS    the end of marking: sampled objects found dead, the timeline
  *   CLOCK    nothing: a start and an end right after each TAKE, what one
  *            phase's two counter reads cost (TAKE holds three such pairs)
+ * and a malloc sample's (malloc.c; MSAMPLE holds MCAPTURE and MRECORD):
+ *   MSAMPLE  a malloc sample once its count found a point: the stack,
+ *            the record (the count and the allocation are not in it)
+ *   MCAPTURE its stack
+ *   MRECORD  under malloc_lock: the table of blocks, the record (or the
+ *            queue), and the queue applied
+ *   MFREE    the free of a block the filter said may be sampled: the
+ *            table, the record's end
  *
  * Ticks are the x86 time-stamp counter (rdtsc, a few nanoseconds a read),
  * or CLOCK_MONOTONIC's nanoseconds elsewhere; the report gives the
@@ -42,6 +50,10 @@ enum sampling_phase {
     SAMPLING_PHASE_PAGE,
     SAMPLING_PHASE_MARKS,
     SAMPLING_PHASE_CLOCK,
+    SAMPLING_PHASE_MSAMPLE,
+    SAMPLING_PHASE_MCAPTURE,
+    SAMPLING_PHASE_MRECORD,
+    SAMPLING_PHASE_MFREE,
     SAMPLING_PHASE_COUNT
 };
 
@@ -53,6 +65,7 @@ enum sampling_phase {
 
 static const char *const sampling_phase_names[SAMPLING_PHASE_COUNT] = {
     "take", "walk", "capture", "record", "page", "marks", "clock",
+    "msample", "mcapture", "mrecord", "mfree",
 };
 
 #define SAMPLING_PHASE_OUTLIER 200000

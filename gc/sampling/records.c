@@ -175,14 +175,30 @@ gc_word(size_t allocated_gc, uint8_t heap, uint64_t size)
     return t.gc_word;
 }
 
+/* Moves live[from] to live[to], keeping its record's live_pos true. */
+static inline void
+live_move(struct sampling_records *r, size_t from, size_t to)
+{
+    r->live[to] = r->live[from];
+    r->items[r->live[to].record].live_pos = (uint32_t)to;
+}
+
 static bool
-live_push(struct sampling_records *r, uintptr_t obj, uint32_t index)
+live_push(struct sampling_records *r, uintptr_t obj, uint32_t index, bool block)
 {
     if (r->nlive == r->live_capacity && !live_grow(r, doubled(r->live_capacity))) return false;
-    r->items[index].live_pos = (uint32_t)r->nlive;
-    r->live[r->nlive].obj = obj;
-    r->live[r->nlive].record = index;
-    r->nlive++;
+    size_t pos = r->nlive++;
+    if (block) {
+        /* a malloc'd block goes to the front part: the first young entry
+         * makes room at the end, the first old one at the old part's end */
+        if (r->nold < pos) live_move(r, r->nold, pos);
+        pos = r->nold++;
+        if (r->nmalloc < pos) live_move(r, r->nmalloc, pos);
+        pos = r->nmalloc++;
+    }
+    r->items[index].live_pos = (uint32_t)pos;
+    r->live[pos].obj = obj;
+    r->live[pos].record = index;
     return true;
 }
 
@@ -207,7 +223,7 @@ sampling_records_add(struct sampling_records *r, const struct sampling_sample_in
     uint64_t size = in->sample.size < SAMPLING_SIZE_MAX ? in->sample.size : SAMPLING_SIZE_MAX;
     rec->gc_word = gc_word(in->sample.allocated_gc, in->sample.heap, size);
     rec->size = (uint32_t)size;
-    if (!live_push(r, in->obj, index)) {    /* (sets live_pos) */
+    if (!live_push(r, in->obj, index, in->sample.heap == SAMPLING_HEAP_MALLOC)) {    /* (sets live_pos) */
         release_slot(r, index);
         goto dropped;
     }
@@ -261,14 +277,6 @@ record_end_life(struct sampling_records *r, struct sampling_record *rec, struct 
     life->objtime += w / (double)sampling_record_size(rec) * lived;
 }
 
-/* Moves live[from] to live[to], keeping its record's live_pos true. */
-static inline void
-live_move(struct sampling_records *r, size_t from, size_t to)
-{
-    r->live[to] = r->live[from];
-    r->items[r->live[to].record].live_pos = (uint32_t)to;
-}
-
 /* A dead record for the queue when the queue is full: it grows, or with
  * no memory the record is forgotten instead. */
 static __attribute__((noinline, cold)) void
@@ -315,7 +323,7 @@ void
 sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn *liveness,
                                 void *data, struct sampling_now now, bool major)
 {
-    size_t i = major ? 0 : r->nold;
+    size_t i = major ? r->nmalloc : r->nold;
     while (i < r->nlive) {
         struct sampling_live l = r->live[i];
         int state = liveness(l.obj, data);
@@ -373,6 +381,11 @@ static uint32_t
 live_unlink(struct sampling_records *r, size_t pos)
 {
     uint32_t index = r->live[pos].record;
+    if (pos < r->nmalloc) {
+        r->nmalloc--;
+        if (pos < r->nmalloc) live_move(r, r->nmalloc, pos);
+        pos = r->nmalloc;
+    }
     if (pos < r->nold) {
         r->nold--;
         if (pos < r->nold) live_move(r, r->nold, pos);
@@ -566,9 +579,11 @@ sampling_records_verify(const struct sampling_records *r)
     }
     if (used + r->nfree != r->used) return "used + free != high water";
     if (used - dead != r->nlive) return "live records != live[]";
-    if (r->nold > r->nlive) return "more old than live";
+    if (r->nold > r->nlive || r->nmalloc > r->nold) return "more old than live, or more blocks than old";
     for (size_t i = 0; i < r->nlive; i++) {
-        if ((i < r->nold) != (r->items[r->live[i].record].old != 0)) return "live[] is not old-first";
+        const struct sampling_record *rec = &r->items[r->live[i].record];
+        if ((i < r->nmalloc) != (rec->heap == SAMPLING_HEAP_MALLOC)) return "live[] is not malloc'd blocks first";
+        if ((i >= r->nmalloc && i < r->nold) != (rec->old != 0)) return "live[] is not old-first (after the blocks)";
     }
     if (dead != r->ndead) return "dead records != dead queue";
     double space[SAMPLING_LIVE_KINDS] = { 0 }, young[SAMPLING_LIVE_KINDS] = { 0 };

@@ -38,7 +38,8 @@
  *
  * Invariants (checked by sampling_records_verify):
  *   live[i].record's live_pos == i, and the record is not dead
- *   live[i] is old (promoted) iff i < nold
+ *   live[i] is a malloc'd block's iff i < nmalloc, old (promoted) iff
+ *   nmalloc <= i < nold
  *   every dead record in use is in the dead queue exactly once
  *   used slots == nlive + dead records;  nlive + ndead + nfree == used high water
  *   the sites' refcounts add up to the records in use;  and sites.h's own
@@ -166,8 +167,10 @@ struct sampling_records {
     size_t nfree;
     uint32_t *dead;                     /* ring of dead slot indices, oldest first */
     size_t dead_head, ndead, dead_capacity;
-    struct sampling_live *live;         /* [0, nold): promoted; [nold, nlive): young */
-    size_t nlive, nold, live_capacity;
+    /* [0, nmalloc): malloc'd blocks (ended by their frees: no marking
+     * asks about them); [nmalloc, nold): promoted; [nold, nlive): young */
+    struct sampling_live *live;
+    size_t nlive, nold, nmalloc, live_capacity;
     double live_space[SAMPLING_LIVE_KINDS];     /* weights of the live records, by kind */
     size_t live_count[SAMPLING_LIVE_KINDS];     /* live records, by kind */
     uint64_t deaths;                            /* records found dead or ended so far */
@@ -214,7 +217,9 @@ uint32_t sampling_records_add(struct sampling_records *r, const struct sampling_
  * their site; old ones move to the promoted part of live[] and count
  * their promotion.  A minor marking (major false) asks about young
  * records only: it never frees an old object, so the promoted part costs
- * it nothing. */
+ * it nothing.  No marking asks about malloc'd blocks (heap
+ * SAMPLING_HEAP_MALLOC): their records end when they are freed
+ * (sampling_records_end), and they sit apart at the front of live[]. */
 typedef int sampling_liveness_fn(uintptr_t obj, void *data);
 void sampling_records_check_liveness(struct sampling_records *r, sampling_liveness_fn *liveness,
                                      void *data, struct sampling_now now, bool major);

@@ -153,7 +153,8 @@ end
 # Builds test/integration/ext/NAME.c for the Ruby under test; returns the
 # directory to put on the load path.  nogvl.c: xmalloc and xfree without
 # the GVL, and on a thread Ruby does not know; cstack.c: an object held
-# only by a C local.
+# only by a C local; realloc_window.c: a realloc that acts while a
+# sampled block moves (preloaded).
 module NoGVLHelper
   def build_test_ext(name)
     @@test_ext_dirs ||= {}

@@ -24,6 +24,7 @@ static struct {
     bool live;
     uint64_t serial, seq;
     uint32_t record, pending;
+    bool moving;
 } cand[NCAND];
 
 static size_t live[NCAND], nlive;     /* candidates live, in no order */
@@ -66,9 +67,11 @@ set_owner(size_t i, struct sampling_block *b)
     cand[i].record = (uint32_t)next();
     cand[i].seq = next();
     cand[i].pending = (uint32_t)(next() % 4);
+    cand[i].moving = next() % 2;
     b->record = cand[i].record;
     b->seq = cand[i].seq;
     b->pending = cand[i].pending;
+    b->moving = cand[i].moving;
 }
 
 /* Candidate i's entry, as the model says it is. */
@@ -83,7 +86,8 @@ entry_agrees(size_t i, int step)
     REQUIRE(b && b->ptr == cand[i].ptr, "step %d: candidate %zu live but not found", step, i);
     REQUIRE(b->serial == cand[i].serial, "step %d: candidate %zu serial %llu, want %llu", step, i,
             (unsigned long long)b->serial, (unsigned long long)cand[i].serial);
-    REQUIRE(b->record == cand[i].record && b->seq == cand[i].seq && b->pending == cand[i].pending,
+    REQUIRE(b->record == cand[i].record && b->seq == cand[i].seq && b->pending == cand[i].pending &&
+            b->moving == cand[i].moving,
             "step %d: candidate %zu lost its owner's fields", step, i);
     return 1;
 }
@@ -133,7 +137,7 @@ run(void)
                 REQUIRE(b && b->ptr == cand[i].ptr, "step %d: add failed", step);
                 REQUIRE(b->serial == ++serials, "step %d: serial %llu, want %llu", step,
                         (unsigned long long)b->serial, (unsigned long long)serials);
-                REQUIRE(b->record == 0 && b->seq == 0 && b->pending == 0, "step %d: a new entry's owner fields", step);
+                REQUIRE(b->record == 0 && b->seq == 0 && b->pending == 0 && b->moving == 0, "step %d: a new entry's owner fields", step);
                 cand[i].serial = b->serial;
                 set_owner(i, b);
                 model_live(i, true);
@@ -159,6 +163,7 @@ run(void)
                 cand[to].record = cand[from].record;
                 cand[to].seq = cand[from].seq;
                 cand[to].pending = cand[from].pending;
+                cand[to].moving = cand[from].moving;
                 model_live(from, false);
                 model_live(to, true);
                 moves++;
