@@ -3,6 +3,7 @@
 #   ruby driver.rb --ruby RUBY --ruby-bench DIR --out FILE [--work DIR]
 #                  [--rounds N] [--only a,b] [--yjit off,on] [--smoke]
 #                  [--scale F] [--lib NAME] [--commit SHA] [--report-only]
+#                  [--perturb K]
 #
 # benchmark/rubybench/run is the entry point (it fetches ruby-bench); see
 # benchmark/README.md.  Each run is one process:
@@ -18,6 +19,15 @@
 # (medians, min-max ranges, ratios to `default`, geometric means, the
 # targets, every benchmark beyond 3% with its allocation profile) to --out.
 # --report-only re-renders the report from that file.
+#
+# --perturb K: round r starts every run with (r - 1) * K small objects of
+# each of the first heaps kept alive (start_sampler.rb), the same in every
+# configuration of the round.  A program whose heap grows for long (splay)
+# follows one of several GC paths (how far the heap grew, when the majors
+# fall), and which one depends on a few hundred objects more or less at
+# boot: the sampling library's own (its API) put it on another path than
+# default's.  Rounds that differ this way compare the paths' average, not
+# two fixed ones (benchmark/results/splay.md).
 
 require "json"
 require "optparse"
@@ -72,7 +82,7 @@ MIN_GCS = 20    # GCs in a timed window, for a benchmark that runs any (above)
 YJIT_ARGS = %w[--yjit --yjit-call-threshold=1].freeze
 
 opts = { rounds: 5, yjit: %w[off on], smoke: false, scale: 1.0, lib: "sampling", work: File.join(TOP, "build/rubybench"),
-         report_only: false, commit: nil, only: nil, timeout: 600, configs: %w[builtin default stopped 512k 32k] }
+         report_only: false, commit: nil, only: nil, timeout: 600, perturb: 0, configs: %w[builtin default stopped 512k 32k] }
 OptionParser.new do |o|
   o.banner = "usage: driver.rb --ruby RUBY --ruby-bench DIR --out FILE [options]"
   o.on("--ruby PATH") { opts[:ruby] = File.expand_path(_1) }
@@ -88,6 +98,7 @@ OptionParser.new do |o|
   o.on("--smoke", "1 round, 1 warmup and 1 timed iteration: checks the harness, measures nothing") { opts[:smoke] = true }
   o.on("--scale F", Float, "multiply the timed iterations (at least 1)") { opts[:scale] = _1 }
   o.on("--lib NAME", "the sampling library's RUBY_GC_LIBRARY name (default sampling)") { opts[:lib] = _1 }
+  o.on("--perturb K", Integer, "round r keeps (r - 1) * K objects of each small heap at boot (default 0)") { opts[:perturb] = _1 }
   o.on("--timeout S", Integer, "seconds a run may take (default 600)") { opts[:timeout] = _1 }
   o.on("--report-only", "measure nothing: re-render --out from WORK/rubybench.jsonl") { opts[:report_only] = true }
   o.on("--append", "add --rounds rounds to WORK's results (same benchmarks and configurations)") { opts[:append] = true }
@@ -191,6 +202,7 @@ def run_one(bench, config, yjit, round, opts)
   File.delete(result_file) if File.exist?(result_file)
   env = clean_env.merge(config_env(config, opts[:lib]))
                  .merge("RB_WARMUP_ITRS" => warmup.to_s, "RB_BENCH_ITRS" => itrs.to_s, "RB_RESULT" => result_file)
+  env["RB_HEAP_PERTURB"] = ((round - 1) * opts[:perturb]).to_s if opts[:perturb].to_i.positive?
   cmd = [RUBY, *(yjit == "on" ? YJIT_ARGS : []), "-I", File.join(HERE, "harness"), "-r", File.join(HERE, "start_sampler.rb"),
          File.join(RB_DIR, "benchmarks", bench[:path])]
   t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
@@ -234,7 +246,7 @@ def measure(opts, benches)
   File.write(RAW, "")
   meta = { started: Time.now.utc.iso8601, ruby: RUBY, ruby_bench: RB_DIR, ruby_bench_commit: opts[:commit],
            project_commit: project_commit, lib: opts[:lib], gc_dir: gc_dir, machine: machine, rounds: opts[:rounds],
-           smoke: opts[:smoke], scale: opts[:scale], yjit: opts[:yjit], command: opts[:command], configs: opts[:configs],
+           smoke: opts[:smoke], scale: opts[:scale], perturb: opts[:perturb], yjit: opts[:yjit], command: opts[:command], configs: opts[:configs],
            benchmarks: benches.map { _1.merge(itrs: opts[:smoke] ? 1 : [(_1[:itrs] * opts[:scale]).round, 1].max,
                                               warmup: opts[:smoke] ? 1 : _1[:warmup]) },
            load_start: loadavg }
@@ -450,7 +462,8 @@ def render(opts)
   md << "- #{rounds_done} round(s) of #{meta[:rounds]}; in each round every benchmark ran under every configuration, " \
         "YJIT #{yjits.join(" and ")} (`#{YJIT_ARGS.join(" ")}`: compiled from the first call, so the timed iterations " \
         "run compiled code), in a shuffled order. Each run: warmup iterations, then timed iterations, " \
-        "each timed in-process (the figure is seconds a timed iteration).\n\n"
+        "each timed in-process (the figure is seconds a timed iteration)." \
+        "#{meta[:perturb].to_i.positive? ? " Round r began every run with (r - 1) x #{meta[:perturb]} small objects of each heap kept alive (`--perturb #{meta[:perturb]}`)." : ""}\n\n"
   md << "| configuration | how |\n|---|---|\n"
   md << "| built-in GC | no `RUBY_GC_LIBRARY` |\n" if config_names.include?("builtin")
   md << "| default | `RUBY_GC_LIBRARY=default`, **the baseline of every ratio** |\n"

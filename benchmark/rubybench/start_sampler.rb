@@ -14,3 +14,12 @@ if (interval = ENV["RB_SAMPLER_INTERVAL"])
   opts[:malloc] = false if ENV["RB_SAMPLER_MALLOC"] == "0"
   ObjectSpace::AllocationSampler.start(**opts)
 end
+
+# RB_HEAP_PERTURB=N (driver.rb's --perturb): N objects of each of the first
+# three heaps (an Object, a String, an Array of 10, a Hash), kept alive for
+# the run, before the benchmark loads: the same in every configuration of a
+# round, another count in the next round, so a program whose GC path
+# depends on a few hundred objects at boot is measured over several paths.
+if (n = Integer(ENV.fetch("RB_HEAP_PERTURB", "0"))).positive?
+  $rb_heap_perturb = Array.new(n) { |i| [Object.new, "a perturbation of the heap, #{i}", Array.new(10, i), { i => i }] }
+end
