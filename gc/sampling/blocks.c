@@ -63,7 +63,7 @@ insert(struct sampling_blocks *t, const void *ptr)
     struct sampling_block *b = &t->slots[i];
     memset(b, 0, sizeof(*b));
     b->ptr = (uintptr_t)ptr;
-    t->size++;
+    if (++t->size > t->peak) t->peak = t->size;
     uint8_t *f = &t->filter[sampling_blocks_filter_index(ptr)];
     if (*f < UINT8_MAX) (*f)++;
     return b;
@@ -90,9 +90,13 @@ sampling_blocks_remove(struct sampling_blocks *t, struct sampling_block *b)
     if (*f < UINT8_MAX) (*f)--;
     probe_delete(t, (size_t)(b - t->slots), t->capacity - 1, &blocks_probe_ops);
     t->size--;
-    /* a table left mostly empty (a burst of blocks, freed) is cut down to
-     * 4 slots a block; without memory it stays as it is */
-    if (t->capacity > SAMPLING_BLOCKS_MIN && t->size * 16 < t->capacity) rebuild(t, capacity_for(t->size));
+}
+
+void
+sampling_blocks_trim(struct sampling_blocks *t)
+{
+    if (t->capacity > SAMPLING_BLOCKS_MIN && t->peak * 16 < t->capacity) rebuild(t, capacity_for(t->peak));
+    t->peak = t->size;
 }
 
 struct sampling_block *
@@ -122,6 +126,7 @@ sampling_blocks_verify(const struct sampling_blocks *t)
 {
     if (t->capacity & (t->capacity - 1)) return "the table's capacity is not a power of two";
     if (t->size && t->size * 2 > t->capacity) return "the table is more than half full";
+    if (t->size > t->peak) return "the table holds more than its peak";
     uint8_t *counts = calloc(sizeof(t->filter), 1);
     if (!counts) return NULL;   /* (nothing to count with: not checked) */
     const char *err = NULL;

@@ -10,11 +10,15 @@
  * scheme (home from the address, half full at most, deletion by backward
  * shift: no tombstones).  Its capacity is a power of two, at least
  * SAMPLING_BLOCKS_MIN, set at a rebuild to 4 slots a block (the first
- * power of two >= 4 x size): a rebuild comes when an add would make it
- * more than half full, or when a remove leaves it less than 1/16 full,
- * so the table follows the blocks it holds, never the blocks sampled and
- * freed before it (test_fleet_memory_malloc_table.rb), at O(1) a block
- * amortised.
+ * power of two >= 4 x blocks): a rebuild comes when an add would make it
+ * more than half full, and at a trim (the owner's: at a major GC's end)
+ * when it held less than 1/16 of its capacity all the time since the
+ * last trim (peak: the most entries since then), cut to 4 slots a block
+ * of that peak.  So the table follows the blocks it held since the last
+ * trim, never the blocks sampled and freed before it
+ * (test_fleet_memory_malloc_table.rb), at O(1) a block amortised; and a
+ * program that fills and empties it between two trims (a batch of
+ * blocks, freed, again and again) does not rebuild it each time.
  *
  * The filter: a byte per 16-byte granule of a 1 MiB window (the address's
  * bits 4 to 19: glibc's blocks are 16-byte aligned), counting the entries
@@ -24,7 +28,7 @@
  *
  * Invariants (sampling_blocks_verify): every entry is found from its home
  * (probe.h's invariant); no address has two entries; size is the number
- * of entries, and size * 2 <= capacity; each entry's serial is non-zero
+ * of entries, size * 2 <= capacity and size <= peak; each entry's serial is non-zero
  * and at most `serials`; each filter byte is 255 or exactly the number of
  * entries that map to it.
  *
@@ -58,6 +62,7 @@ struct sampling_blocks {
     uint8_t filter[1 << SAMPLING_BLOCKS_FILTER_BITS];
     struct sampling_block *slots;
     size_t capacity, size;
+    size_t peak;            /* the most entries since the last trim */
     uint64_t serials;       /* entries made so far */
 };
 
@@ -81,8 +86,13 @@ struct sampling_block *sampling_blocks_find(struct sampling_blocks *t, const voi
  * fields zero; NULL without memory (the table unchanged). */
 struct sampling_block *sampling_blocks_add(struct sampling_blocks *t, const void *ptr);
 
-/* Removes an entry. */
+/* Removes an entry (the table keeps its capacity until a trim). */
 void sampling_blocks_remove(struct sampling_blocks *t, struct sampling_block *b);
+
+/* A table that held less than 1/16 of its capacity since the last trim
+ * is rebuilt at 4 slots a block of that peak (without memory it stays);
+ * the peak starts again from the entries now. */
+void sampling_blocks_trim(struct sampling_blocks *t);
 
 /* Moves from's entry (serial and owner's fields) to `to`, which has none;
  * returns it.  NULL without memory: the table unchanged. */

@@ -361,6 +361,18 @@ malloc_drain(size_t gc_count)
     pthread_mutex_unlock(&malloc_lock);
 }
 
+/* At a major GC's end: the table of sampled blocks cut down if it held
+ * few since the last major GC (blocks.h: a trim), so that a program that
+ * samples a batch of blocks and frees it, again and again, does not
+ * rebuild the table at each batch. */
+static void
+malloc_blocks_trim(void)
+{
+    pthread_mutex_lock(&malloc_lock);
+    sampling_blocks_trim(&malloc_blocks);
+    pthread_mutex_unlock(&malloc_lock);
+}
+
 /* A queued sample's stack holds code (iseqs, method entries) that no site
  * watches yet: the end of a marking applies the queue before it checks
  * the sites' references, but not while a read is on.  Code that died

@@ -1350,6 +1350,7 @@ sampling_marks_finished(void *objspace_ptr)
     rb_objspace_t *objspace = sampler_objspace();
     SAMPLING_PHASE_START(t0);
     malloc_drain(objspace->profile.count);
+    if (full) malloc_blocks_trim();
     size_t totals[HEAP_COUNT];
     allocated_totals(objspace, totals);
     for (size_t i = 0; i < HEAP_COUNT; i++) sampler.per_heap[i].allocated_at_marks = totals[i];

@@ -4,10 +4,11 @@
  * not, with its serial and owner's fields).  Random adds, frees and moves
  * with a fixed seed, in phases that grow the table to thousands of blocks
  * and drain it again (so it rebuilds both ways); some candidates crowd
- * two filter bytes past 255 (saturation), the rest spread.  After every
- * step: the size, the capacity's bounds and every candidate's filter
- * byte; every 64 steps every candidate's entry (or its absence); every
- * 1,000 steps sampling_blocks_verify.
+ * two filter bytes past 255 (saturation), the rest spread; a trim every
+ * TRIM steps (the library's major GC).  After every step: the size, the
+ * peak, the capacity's bounds and every candidate's filter byte; every
+ * 64 steps every candidate's entry (or its absence); every 1,000 steps
+ * sampling_blocks_verify.
  */
 // links: blocks.c
 #include "check.h"
@@ -15,7 +16,7 @@
 
 #include <string.h>
 
-enum { NCAND = 3000, STEPS = 200000, PHASE = 25000 };
+enum { NCAND = 3000, STEPS = 200000, PHASE = 25000, TRIM = 7000 };
 
 static struct sampling_blocks table;
 
@@ -32,6 +33,7 @@ static size_t live_pos[NCAND];
 static unsigned count[1 << SAMPLING_BLOCKS_FILTER_BITS];   /* live candidates a byte */
 static bool saturated[1 << SAMPLING_BLOCKS_FILTER_BITS];   /* reached 255 once: "maybe" for good */
 static uint64_t serials;
+static size_t peak;     /* the model's most live candidates since the last trim */
 
 static uint64_t x = 88172645463325252ULL;  /* xorshift, fixed seed */
 
@@ -50,6 +52,7 @@ model_live(size_t i, bool on)
     if (on) {
         live_pos[i] = nlive;
         live[nlive++] = i;
+        if (nlive > peak) peak = nlive;
         if (++count[f] >= 255) saturated[f] = true;
     }
     else {
@@ -112,9 +115,27 @@ sizes_agree(int step)
     REQUIRE(table.size == nlive, "step %d: size %zu, model %zu", step, table.size, nlive);
     REQUIRE(!table.capacity || (table.capacity & (table.capacity - 1)) == 0, "step %d: capacity %zu", step, table.capacity);
     REQUIRE(table.size * 2 <= table.capacity || !table.capacity, "step %d: more than half full", step);
-    /* the table follows the live blocks: 16 slots a block at most */
-    REQUIRE(table.capacity <= SAMPLING_BLOCKS_MIN || table.size * 16 >= table.capacity,
-            "step %d: capacity %zu for %zu blocks", step, table.capacity, table.size);
+    /* (a move adds its new entry before it removes the old one) */
+    REQUIRE(table.peak >= peak && table.peak <= peak + 1, "step %d: peak %zu, model %zu", step, table.peak, peak);
+    return 1;
+}
+
+/* A trim: the table follows the blocks it held since the last one, 16
+ * slots a block of that peak at most. */
+static int
+trim(int step)
+{
+    size_t was = table.peak, before = table.capacity;
+    sampling_blocks_trim(&table);
+    /* rebuilt: 4 slots a block of the peak (the first power of two >= 4 x
+     * (peak + 1)), room for as many again without a rebuild */
+    REQUIRE(table.capacity == before || (table.capacity >= 4 * (was + 1) &&
+            (table.capacity == SAMPLING_BLOCKS_MIN || table.capacity < 8 * (was + 1))),
+            "step %d: rebuilt at %zu slots for a peak of %zu", step, table.capacity, was);
+    REQUIRE(table.capacity <= SAMPLING_BLOCKS_MIN || table.capacity <= 16 * was,
+            "step %d: capacity %zu after a trim, %zu blocks at most since the last", step, table.capacity, was);
+    REQUIRE(table.peak == table.size, "step %d: the peak starts again at the size", step);
+    peak = nlive;
     return 1;
 }
 
@@ -150,7 +171,7 @@ run(void)
             REQUIRE(b, "step %d: a live candidate to free is not found", step);
             sampling_blocks_remove(&table, b);
             model_live(i, false);
-            if (table.capacity < capacity) shrinks++;
+            REQUIRE(table.capacity == capacity, "step %d: a remove rebuilt the table", step);
         }
         else if (nlive) {
             size_t from = live[next() % nlive], to = next() % NCAND;
@@ -168,6 +189,10 @@ run(void)
                 model_live(to, true);
                 moves++;
             }
+        }
+        if (step % TRIM == TRIM - 1) {
+            if (!trim(step)) return 0;
+            if (table.capacity < capacity) shrinks++;
         }
         if (!sizes_agree(step) || !filter_agrees(step)) return 0;
         for (int k = 0; k < 2; k++) {
@@ -211,7 +236,12 @@ main(void)
     CHECK(!sampling_blocks_find(&table, NULL), "NULL is never an entry");
     CHECK(sampling_blocks_memsize(&table) == sizeof(table.filter) + table.capacity * sizeof(struct sampling_block),
           "memsize: the filter and the slots");
-    /* free every block: the filter is empty but where it saturated */
+    /* every candidate live, then every block freed: the filter is empty
+     * but where it saturated, and the table as large until trimmed */
+    for (size_t i = 0; i < NCAND; i++) {
+        if (!cand[i].live && sampling_blocks_add(&table, (const void *)cand[i].ptr)) model_live(i, true);
+    }
+    CHECK(nlive == NCAND && table.size == NCAND, "every candidate added (%zu)", table.size);
     while (nlive) {
         size_t i = live[nlive - 1];
         sampling_blocks_remove(&table, sampling_blocks_find(&table, (const void *)cand[i].ptr));
@@ -220,7 +250,10 @@ main(void)
     size_t stray = 0;
     for (size_t f = 0; f < (1 << SAMPLING_BLOCKS_FILTER_BITS); f++) stray += table.filter[f] != (saturated[f] ? 255 : 0);
     CHECK(table.size == 0 && stray == 0, "all freed: size %zu, %zu filter bytes astray", table.size, stray);
-    CHECK(table.capacity == SAMPLING_BLOCKS_MIN, "all freed: the table back to %d slots (%zu)", SAMPLING_BLOCKS_MIN, table.capacity);
+    size_t full = table.capacity;
+    CHECK(full > SAMPLING_BLOCKS_MIN, "all freed: the table keeps its capacity until a trim (%zu)", full);
+    CHECK(trim(STEPS) && table.capacity == full, "the first trim: it held many since the last (%zu)", table.capacity);
+    CHECK(trim(STEPS) && table.capacity == SAMPLING_BLOCKS_MIN, "the second trim: back to %d slots (%zu)", SAMPLING_BLOCKS_MIN, table.capacity);
     CHECK(!sampling_blocks_verify(&table), "verify, emptied");
     /* verify catches what it promises to */
     struct sampling_block *b = sampling_blocks_add(&table, (const void *)cand[1].ptr);
